@@ -1,0 +1,80 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { Operation, Services } from '../domain/catalogue.ts';
+import { OPERATIONS } from '../domain/operations.ts';
+import { createAccounts } from '../domain/platform/accounts.ts';
+import type { Db } from '../db/client.ts';
+import type { Config } from '../lib/config.ts';
+import { createCursors } from '../lib/cursor.ts';
+import { createOutboundHttp } from '../lib/outbound-http.ts';
+import { registerAdmin } from './admin.ts';
+import { createAuthenticator } from './authenticate.ts';
+import { registerDocs } from './docs.ts';
+import { buildOpenApi } from './openapi.ts';
+import { API_PREFIX, registerOperations } from './operation-routes.ts';
+import { createRateLimiter } from './rate-limit.ts';
+import { registerProblemHandlers } from './problems.ts';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  operations?: Operation[];
+  /** Overrides for tests (a fixed clock, a fake outbound client). */
+  services?: Partial<Services>;
+}
+
+/** The whole HTTP application; the process entry (api/main.ts) only configures and listens. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, db } = deps;
+  const operations = deps.operations ?? OPERATIONS;
+  const app = Fastify({
+    logger: config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL },
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
+    requestIdHeader: false,
+    disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace',
+    return503OnClosing: true,
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('Svc-Requete', request.id);
+  });
+  registerProblemHandlers(app, config.BODY_LIMIT_BYTES);
+  // Bodies are JSON only: any other content type answers 415 type_contenu.
+  app.removeContentTypeParser('text/plain');
+
+  const secret = await db.query<{ valeur: string }>(`SELECT valeur FROM parametres WHERE nom = 'secret_curseurs'`);
+  const services: Services = {
+    db,
+    outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
+    cursors: createCursors(secret.rows[0].valeur),
+    now: () => new Date(),
+    ...deps.services,
+  };
+  const accounts = createAccounts(db, { quotaMinute: config.DEFAULT_QUOTA_MINUTE });
+  const auth = createAuthenticator({ db, accounts, limiter: createRateLimiter() });
+
+  app.get('/health', async (_request, reply) => {
+    await db.query('SELECT 1');
+    return reply.send({ statut: 'ok' });
+  });
+  const openapi = buildOpenApi(operations);
+  app.get(`${API_PREFIX}/openapi.json`, async () => openapi);
+  registerDocs(app);
+  registerOperations(app, {
+    operations,
+    auth,
+    services,
+    // Personal data never enters the shared response memory.
+    sharedCache: (operation) => !operation.personalKey,
+  });
+  if (config.ADMIN_TOKEN) {
+    registerAdmin(app, {
+      db,
+      accounts,
+      cursors: services.cursors,
+      adminToken: config.ADMIN_TOKEN,
+      onChange: () => auth.forget(),
+    });
+  }
+  return app;
+}

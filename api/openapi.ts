@@ -1,0 +1,177 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import type { Operation } from '../domain/catalogue.ts';
+import { ERRORS, type ErrorCode } from '../domain/errors.ts';
+import { API_PREFIX, pathParams } from './operation-routes.ts';
+import { ProblemSchema } from './problems.ts';
+
+const DESCRIPTION = readFileSync(new URL('./description.md', import.meta.url), 'utf8');
+
+export const CreditsSchema = z
+  .object({
+    debites: z.number().int().min(0).describe('Crédits débités par cet appel (réservés pour une tâche en cours).'),
+    restants: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Crédits encore utilisables ce mois avant coupure ; null dans le bac à sable.'),
+  })
+  .describe('Crédits de l’appel.');
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
+  return rest as JsonSchema;
+}
+
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer' } });
+const SERVED_HEADERS = {
+  ETag: { description: 'Empreinte de la réponse (If-None-Match → 304 non débité).', schema: { type: 'string' } },
+  'Svc-Credits-Debites': integerHeader('Crédits débités par cet appel.'),
+  'Svc-Credits-Restants': integerHeader('Crédits encore utilisables ce mois (absent dans le bac à sable).'),
+  'Svc-Donnees-Du': { description: 'Date des données servies (ISO 8601).', schema: { type: 'string' } },
+  'Svc-Age-Donnees': integerHeader('Âge des données servies, en secondes.'),
+  'RateLimit-Limit': integerHeader('Appels permis par minute à l’organisation.'),
+  'RateLimit-Remaining': integerHeader('Appels restant dans la minute en cours.'),
+  'RateLimit-Reset': integerHeader('Secondes avant la minute suivante.'),
+  'Svc-Requete': { description: 'Identifiant de la requête.', schema: { type: 'string' } },
+};
+
+/** The error codes an operation can answer, from what it declares: the common set plus its own. */
+export function errorCodesOf(operation: Operation): ErrorCode[] {
+  const codes: ErrorCode[] = [
+    'parametres_invalides',
+    'cle_absente',
+    'cle_invalide',
+    'organisation_suspendue',
+    'portee_insuffisante',
+    'palier_insuffisant',
+    'quota_minute',
+    'delai_depasse',
+    'erreur_interne',
+    'service_indisponible',
+  ];
+  if (operation.method !== 'GET') codes.push('type_contenu', 'corps_illisible', 'corps_trop_lourd');
+  codes.push('hors_bac_a_sable');
+  if (operation.credits > 0) codes.push('credits_insuffisants', 'plafond_cle');
+  return [...codes, ...(operation.errors ?? [])];
+}
+
+function operationObject(operation: Operation) {
+  const inPath = new Set(pathParams(operation.path));
+  const input = jsonSchema(operation.input, 'input');
+  const properties = (input.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((input.required ?? []) as string[]);
+  const parameters = Object.entries(properties)
+    .filter(([name]) => inPath.has(name) || operation.method === 'GET')
+    .map(([name, schema]) => ({
+      name,
+      in: inPath.has(name) ? 'path' : 'query',
+      required: inPath.has(name) || required.has(name),
+      description: typeof schema.description === 'string' ? schema.description : undefined,
+      schema,
+    }));
+  let requestBody: unknown;
+  if (operation.method !== 'GET') {
+    const bodyProps = Object.fromEntries(Object.entries(properties).filter(([name]) => !inPath.has(name)));
+    const bodyRequired = [...required].filter((name) => !inPath.has(name));
+    requestBody = {
+      required: bodyRequired.length > 0,
+      content: {
+        'application/json': {
+          schema: {
+            ...input,
+            properties: bodyProps,
+            ...(bodyRequired.length ? { required: bodyRequired } : { required: undefined }),
+          },
+        },
+      },
+    };
+  }
+  const output =
+    operation.output instanceof z.ZodObject
+      ? operation.output.extend({ credits: CreditsSchema })
+      : z.object({ credits: CreditsSchema });
+  const responses: Record<string, unknown> = {
+    '200': {
+      description: 'Réponse servie.',
+      headers: SERVED_HEADERS,
+      content: { 'application/json': { schema: jsonSchema(output, 'output') } },
+    },
+  };
+  if (operation.method === 'GET') {
+    responses['304'] = { description: 'Non modifiée depuis l’ETag envoyé en If-None-Match ; rien n’est débité.' };
+  }
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodesOf(operation)) {
+    const status = ERRORS[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(status)] = {
+      description: `Problème : ${codes.map((c) => `\`${c}\``).join(', ')}.`,
+      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Probleme' } } },
+    };
+  }
+  const credits =
+    operation.unit === 'appel'
+      ? `${operation.credits} crédit(s) par appel réussi`
+      : `${operation.credits} crédit(s) par ${{ element: 'élément renvoyé', '10_lignes': 'tranche de 10 lignes', evenement: 'événement livré' }[operation.unit]}`;
+  const meta = [
+    `**Outil** \`${operation.tool}\` · **Crédits** ${credits} · **Portée** \`${operation.scope}\` · **Palier** \`${operation.tier}\``,
+    `**Bac à sable** ${operation.sandbox ? 'oui' : 'non'} · **Cache** ${operation.cacheS > 0 ? `${operation.cacheS} s` : 'jamais'} · **Délai** ${operation.timeoutS} s${operation.personalKey ? ' · **Clé personnelle requise**' : ''}`,
+  ].join('  \n');
+  return {
+    operationId: operation.tool,
+    summary: operation.summary,
+    description: `${meta}\n\n${operation.description}`,
+    tags: [operation.scope],
+    security: [{ cle: [] }],
+    ...(parameters.length ? { parameters } : {}),
+    ...(requestBody ? { requestBody } : {}),
+    responses,
+    'x-svc-credits': operation.credits,
+    'x-svc-unite': operation.unit,
+    'x-svc-palier-minimal': operation.tier,
+    'x-svc-portee': operation.scope,
+    'x-svc-bac-a-sable': operation.sandbox,
+    'x-svc-cache-s': operation.cacheS,
+    'x-svc-delai-s': operation.timeoutS,
+    'x-svc-cle-personnelle': operation.personalKey ?? false,
+  };
+}
+
+/** The OpenAPI 3.1.0 description, generated from the catalogue: one declaration per operation, no other source. */
+export function buildOpenApi(operations: Operation[], serverUrl = '/') {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const operation of operations) {
+    const path = API_PREFIX + operation.path;
+    paths[path] ??= {};
+    paths[path][operation.method.toLowerCase()] = operationObject(operation);
+  }
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'API des données immobilières',
+      version: '1.2.0',
+      description: DESCRIPTION,
+      license: { name: 'Propriétaire', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: serverUrl }],
+    tags: [...new Set(operations.map((o) => o.scope))].sort().map((name) => ({ name, description: `Portée \`${name}\`.` })),
+    security: [{ cle: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        cle: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Clé d’API `pk_live_…` (données réelles) ou `pk_test_…` (bac à sable figé).',
+        },
+      },
+      schemas: { Probleme: jsonSchema(ProblemSchema, 'output') },
+    },
+  };
+}

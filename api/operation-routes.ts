@@ -1,0 +1,198 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
+import { priceOf, type Operation, type Services } from '../domain/catalogue.ts';
+import { ApiError, type FieldError } from '../domain/errors.ts';
+import { debit } from '../domain/platform/ledger.ts';
+import type { Authenticated, Authenticator } from './authenticate.ts';
+import { fieldErrors } from './problems.ts';
+
+export const API_PREFIX = '/api/v1';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    svc?: Authenticated;
+  }
+}
+
+/** Path parameter names of a catalogue path (`/webhooks/{id}/test` → ['id']). */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+}
+
+function locator(operation: Operation) {
+  const inPath = new Set(pathParams(operation.path));
+  return (field: string): FieldError['emplacement'] =>
+    inPath.has(field) ? 'chemin' : operation.method === 'GET' ? 'requete' : 'corps';
+}
+
+/** The flat input of an operation from the request: path parameters, then query (GET) or JSON body. */
+function rawInput(operation: Operation, request: FastifyRequest): unknown {
+  const params = request.params as Record<string, string>;
+  if (operation.method === 'GET') return { ...(request.query as object), ...params };
+  const body = request.body ?? {};
+  if (typeof body !== 'object' || Array.isArray(body) || body === null) {
+    throw new ApiError('parametres_invalides', 'Le corps doit être un objet JSON.', {
+      erreurs: [{ champ: '(corps)', emplacement: 'corps', message: 'objet JSON attendu' }],
+    });
+  }
+  // A path parameter also sent in the body would be ambiguous: the path wins.
+  return { ...(body as object), ...params };
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+async function withTimeout<T>(operation: Operation, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(
+        new ApiError(
+          'delai_depasse',
+          `Le calcul dépasse le délai de l’opération (${operation.timeoutS} s) ; rien n’a été débité.`,
+        ),
+      );
+    }, operation.timeoutS * 1000);
+  });
+  try {
+    return await Promise.race([run(controller.signal), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Responses kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
+function createResponseCache() {
+  const entries = new Map<string, { output: unknown; until: number }>();
+  return {
+    get(id: string) {
+      const hit = entries.get(id);
+      if (hit && hit.until > Date.now()) return hit.output;
+      if (hit) entries.delete(id);
+      return undefined;
+    },
+    set(id: string, output: unknown, seconds: number) {
+      if (entries.size > 20_000) entries.clear();
+      entries.set(id, { output, until: Date.now() + seconds * 1000 });
+    },
+  };
+}
+
+function isoDate(now: Date): string {
+  return now.toISOString();
+}
+
+/**
+ * Registers every operation of the catalogue as a route, with the pipeline of DESIGN.md section 3: authentication
+ * (onRequest, before the body is read), body checks (Fastify's parser), parameters, the handler under its time-out,
+ * then ETag / 304, billing and the headers of every served response.
+ */
+export function registerOperations(
+  app: FastifyInstance,
+  deps: { operations: Operation[]; auth: Authenticator; services: Services; sharedCache: (op: Operation) => boolean },
+) {
+  const cache = createResponseCache();
+  for (const operation of deps.operations) {
+    const locate = locator(operation);
+    app.route({
+      method: operation.method,
+      url: API_PREFIX + operation.path.replace(/\{(\w+)\}/g, ':$1'),
+      onRequest: async (request) => {
+        request.svc = await deps.auth.authenticate(request, operation);
+      },
+      handler: async (request, reply) => {
+        const svc = request.svc!;
+        const parsed = operation.input.safeParse(rawInput(operation, request));
+        if (!parsed.success) {
+          const erreurs = fieldErrors(parsed.error, locate);
+          throw new ApiError('parametres_invalides', `Paramètres invalides : ${erreurs.map((e) => e.champ).join(', ')}.`, {
+            erreurs,
+          });
+        }
+        const input = parsed.data;
+        const cacheId =
+          operation.cacheS > 0 && deps.sharedCache(operation)
+            ? `${operation.tool}|${svc.caller.sandbox ? 'test' : 'live'}|${canonical(input)}`
+            : null;
+        let output = cacheId ? cache.get(cacheId) : undefined;
+        if (output === undefined) {
+          output = await withTimeout(operation, (signal) =>
+            operation.handler(input, { caller: svc.caller, requestId: request.id, signal, services: deps.services }),
+          );
+          if (cacheId) cache.set(cacheId, output, operation.cacheS);
+        }
+        return serve(operation, output, request, reply, deps);
+      },
+    });
+  }
+}
+
+async function serve(
+  operation: Operation,
+  output: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: { auth: Authenticator; services: Services },
+) {
+  const svc = request.svc!;
+  const payload = JSON.stringify(output);
+  const etag = `"${createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url').slice(0, 27)}"`;
+  const now = deps.services.now();
+  const dataDate = operation.dataDate?.(output as never) ?? isoDate(now);
+  const ageS = Math.max(0, Math.floor((now.getTime() - Date.parse(dataDate)) / 1000)) || 0;
+  reply.headers({
+    ETag: etag,
+    'Svc-Donnees-Du': dataDate,
+    'Svc-Age-Donnees': ageS,
+    'RateLimit-Limit': svc.rate.limit,
+    'RateLimit-Remaining': svc.rate.remaining,
+    'RateLimit-Reset': svc.rate.resetS,
+    'Cache-Control': operation.cacheS > 0 ? `private, max-age=${operation.cacheS}` : 'no-store',
+  });
+
+  const ifNoneMatch = request.headers['if-none-match'];
+  if (request.method === 'GET' && ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) {
+    reply.headers({ 'Svc-Credits-Debites': 0 });
+    if (svc.restants !== null) reply.header('Svc-Credits-Restants', svc.restants);
+    return reply.code(304).send();
+  }
+
+  let debites = 0;
+  let restants = svc.restants;
+  const price = svc.caller.sandbox ? 0 : priceOf(operation, output);
+  if (price > 0) {
+    const result = await debit(deps.services.db, {
+      organisationId: svc.caller.organisationId,
+      cleId: svc.caller.cleId,
+      genre: 'debit',
+      credits: price,
+      operation: operation.tool,
+      requete: request.id,
+      empreinte: etag,
+    });
+    if (result.issue === 'credits_insuffisants') {
+      throw new ApiError('credits_insuffisants', `Il reste ${result.restants} crédits ; cette réponse en coûte ${price}.`);
+    }
+    if (result.issue === 'plafond_cle') {
+      throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
+    }
+    debites = result.debites;
+    restants = result.restants;
+    deps.auth.noteDebit(svc.caller.organisationId, svc.caller.cleId, debites, restants);
+  }
+  reply.header('Svc-Credits-Debites', debites);
+  if (restants !== null) reply.header('Svc-Credits-Restants', restants);
+  const credits = JSON.stringify({ debites, restants });
+  const body = payload === '{}' ? `{"credits":${credits}}` : `${payload.slice(0, -1)},"credits":${credits}}`;
+  return reply.code(200).type('application/json; charset=utf-8').send(body);
+}

@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify';
+import { createDb, type Db } from '../db/client.ts';
+import { migrate } from '../db/migrate.ts';
+import type { Config } from '../lib/config.ts';
+import { buildApp } from './app.ts';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  db: Db;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Connects, migrates, builds and listens. Used by api/main.ts and by the embedded default (scripts/start.ts). */
+export async function startServer(config: Config, databaseUrl: string): Promise<RunningServer> {
+  const db = createDb(databaseUrl);
+  await migrate(db);
+  const app = await buildApp({ config, db });
+  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  return {
+    app,
+    db,
+    url: address.replace('://[::1]', '://localhost'),
+    async close() {
+      await app.close();
+      await db.end();
+    },
+  };
+}
+
+/** Stops `close` once on SIGINT/SIGTERM; a second signal forces the exit. */
+export function onShutdown(close: () => Promise<void>) {
+  let closing = false;
+  const stop = (signal: string) => {
+    if (closing) process.exit(1);
+    closing = true;
+    console.log(`\n${signal} reçu : arrêt propre…`);
+    close().then(
+      () => process.exit(0),
+      (error) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}

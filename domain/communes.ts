@@ -1,0 +1,92 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/** A commune (or a municipal arrondissement of Paris, Lyon, Marseille) as served by every domain. */
+export interface Commune {
+  /** INSEE code, 5 characters (2A/2B in Corsica). */
+  code: string;
+  nom: string;
+  departement: string;
+  region: string;
+  codesPostaux: string[];
+  population: number | null;
+  /** For a municipal arrondissement (75111), the code of its commune (75056); null otherwise. */
+  communeParente: string | null;
+}
+
+interface RawCommune {
+  code: string;
+  nom: string;
+  type: string;
+  departement?: string;
+  region?: string;
+  codesPostaux?: string[];
+  population?: number;
+  commune?: string;
+}
+
+const INSEE_CODE = /^(?:\d{2}|2[AB])\d{3}$/;
+
+/** Île-de-France départements: the regional share of some taxes and the Île-de-France values depend on them. */
+const ILE_DE_FRANCE = new Set(['75', '77', '78', '91', '92', '93', '94', '95']);
+
+/** Overseas départements and regions (DROM): Guadeloupe, Martinique, Guyane, La Réunion, Mayotte. */
+const OUTRE_MER = new Set(['971', '972', '973', '974', '976']);
+
+/**
+ * Overseas collectivities with their own tax codes (Saint-Pierre-et-Miquelon 975, Saint-Barthélemy 977, Saint-Martin
+ * 978, Pacific 984-989): national local taxes and most national datasets do not cover them.
+ */
+const COLLECTIVITES_OUTRE_MER = new Set(['975', '977', '978', '984', '986', '987', '988', '989']);
+
+let byCode: Map<string, Commune> | undefined;
+
+// The file is 8 MB: it is read on first use only, and only the fields we serve are kept.
+function load(): Map<string, Commune> {
+  if (byCode) return byCode;
+  const require = createRequire(import.meta.url);
+  const path = require.resolve('@etalab/decoupage-administratif/data/communes.json');
+  const rows = JSON.parse(readFileSync(path, 'utf8')) as RawCommune[];
+  const map = new Map<string, Commune>();
+  for (const row of rows) {
+    // Delegated and associated communes reuse codes of current communes or name communes that no longer exist.
+    if (row.type !== 'commune-actuelle' && row.type !== 'arrondissement-municipal') continue;
+    if (!row.departement || !row.region) continue;
+    map.set(row.code, {
+      code: row.code,
+      nom: row.nom,
+      departement: row.departement,
+      region: row.region,
+      codesPostaux: row.codesPostaux ?? [],
+      population: row.population ?? null,
+      communeParente: row.type === 'arrondissement-municipal' ? (row.commune ?? null) : null,
+    });
+  }
+  byCode = map;
+  return map;
+}
+
+/** Whether a string has the shape of an INSEE commune code (not whether the commune exists). */
+export function isInseeCode(code: string): boolean {
+  return INSEE_CODE.test(code.toUpperCase());
+}
+
+/** The current commune or municipal arrondissement with this INSEE code, or null when there is none. */
+export function communeByCode(code: string): Commune | null {
+  const normalised = code.trim().toUpperCase();
+  if (!INSEE_CODE.test(normalised)) return null;
+  return load().get(normalised) ?? null;
+}
+
+export function isIleDeFrance(departement: string): boolean {
+  return ILE_DE_FRANCE.has(departement);
+}
+
+/** Overseas département (971-974, 976). Saint-Pierre-et-Miquelon (975) is a collectivity, not a département. */
+export function isOutreMer(departement: string): boolean {
+  return OUTRE_MER.has(departement);
+}
+
+export function isCollectiviteOutreMer(departement: string): boolean {
+  return COLLECTIVITES_OUTRE_MER.has(departement);
+}

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+  .default('false')
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** Every setting the service reads, validated once at boot. Documented in README.md and .env.example. */
+export const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('.data'),
+  DATABASE_URL: z.string().url().optional(),
+  ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN doit faire au moins 16 caractères').optional(),
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  OPENAI_BASE_URL: z.string().url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_MODEL: z.string().min(1).optional(),
+  /** Development and tests only: lets outbound HTTP reach loopback addresses (http or https). Nothing else private, ever. */
+  OUTBOUND_ALLOW_LOOPBACK: booleanFlag,
+  /** Largest accepted request body, in bytes (413 corps_trop_lourd beyond it). */
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** Default per-minute rate of a new organisation (429 quota_minute beyond it). */
+  DEFAULT_QUOTA_MINUTE: z.coerce.number().int().min(1).default(600),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Configuration invalide :\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}

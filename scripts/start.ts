@@ -1,0 +1,96 @@
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { onShutdown, startServer } from '../api/server.ts';
+import { startEmbeddedPostgres } from '../db/embedded.ts';
+import { randomToken } from '../lib/crypto.ts';
+import { loadConfig } from '../lib/config.ts';
+
+/**
+ * The embedded default: everything on one machine with no other step. A real PostgreSQL under DATA_DIR unless
+ * DATABASE_URL is set, migrations, the api; an admin token kept under DATA_DIR when ADMIN_TOKEN is unset, and, on
+ * the first start, a demonstration organisation whose keys are printed once.
+ */
+const config = loadConfig();
+const dataDir = path.resolve(config.DATA_DIR);
+await mkdir(dataDir, { recursive: true });
+
+const stops: Array<() => Promise<void>> = [];
+let databaseUrl = config.DATABASE_URL;
+if (!databaseUrl) {
+  const embedded = await startEmbeddedPostgres(dataDir);
+  databaseUrl = embedded.url;
+  stops.push(embedded.stop);
+  console.log(`PostgreSQL embarqué : données sous ${path.join(dataDir, 'postgres')}`);
+}
+
+if (!config.ADMIN_TOKEN) {
+  const file = path.join(dataDir, 'admin-token');
+  config.ADMIN_TOKEN = await readFile(file, 'utf8')
+    .then((t) => t.trim())
+    .catch(async () => {
+      const token = `adm_${randomToken(40)}`;
+      await writeFile(file, `${token}\n`, { mode: 0o600 });
+      return token;
+    });
+  await chmod(file, 0o600);
+}
+
+let server;
+try {
+  server = await startServer(config, databaseUrl);
+} catch (error) {
+  for (const stop of stops.reverse()) await stop().catch(() => {});
+  throw error;
+}
+stops.unshift(server.close);
+
+const base = server.url;
+const demo = await server.db.query(`SELECT count(*)::int AS n FROM organisations`);
+console.log(`
+API          ${base}/api/v1
+Santé        ${base}/health
+Description  ${base}/api/v1/openapi.json
+Docs         ${base}/docs
+Admin        ${base}/admin/v1   (Authorization: Bearer <ADMIN_TOKEN>${config.DATA_DIR && !process.env.ADMIN_TOKEN ? `, jeton dans ${path.join(dataDir, 'admin-token')}` : ''})`);
+
+if (demo.rows[0].n === 0) {
+  // First start: a demonstration organisation, its keys shown once (only their hashes are stored).
+  const headers = { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' };
+  const org = await server.app.inject({
+    method: 'POST',
+    url: '/admin/v1/organisations',
+    headers,
+    payload: { nom: 'Organisation de démonstration', acces: 'data', plafond_depense_eur: 0 },
+  });
+  const orgId = org.json().id;
+  const live = await server.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organisations/${orgId}/cles`,
+    headers,
+    payload: { mode: 'live', personnelle: true },
+  });
+  const test = await server.app.inject({
+    method: 'POST',
+    url: `/admin/v1/organisations/${orgId}/cles`,
+    headers,
+    payload: { mode: 'test' },
+  });
+  console.log(`
+Organisation de démonstration créée (accès data, 500 crédits gratuits + 100 000 inclus ce mois).
+Clés montrées une seule fois — notez-les :
+  live (personnelle)  ${live.json().cle}
+  test (bac à sable)  ${test.json().cle}
+Essai :
+  curl -H "Authorization: Bearer ${live.json().cle}" ${base}/api/v1/compte/profil`);
+} else {
+  console.log(`
+Obtenir une clé :
+  curl -X POST -H "Authorization: Bearer $(cat ${path.join(dataDir, 'admin-token')})" -H 'content-type: application/json' \\
+    -d '{"nom":"Mon organisation","acces":"usage"}' ${base}/admin/v1/organisations
+  curl -X POST -H "Authorization: Bearer …" -H 'content-type: application/json' \\
+    -d '{"mode":"live","personnelle":true}' ${base}/admin/v1/organisations/<id>/cles`);
+}
+
+onShutdown(async () => {
+  for (const stop of stops) await stop();
+});
