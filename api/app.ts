@@ -32,7 +32,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false,
-    disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace',
     return503OnClosing: true,
   });
   app.addHook('onRequest', async (request, reply) => {

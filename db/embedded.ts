@@ -41,8 +41,15 @@ export async function startEmbeddedPostgres(dataDir: string, port?: number): Pro
     onLog: () => {},
     onError: () => {},
   });
-  if (fresh) await server.initialise();
-  await server.start();
+  try {
+    if (fresh) await server.initialise();
+    await server.start();
+  } catch (error) {
+    // The package rejects with bare values (even undefined): say what happened and where.
+    throw new Error(
+      `PostgreSQL embarqué n’a pas démarré sous ${databaseDir} (un autre serveur utilise-t-il ce dossier ?) : ${String(error)}`,
+    );
+  }
   if (fresh) await server.createDatabase('svc');
   return {
     url: `postgres://svc:${password}@127.0.0.1:${chosenPort}/svc`,

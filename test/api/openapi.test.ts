@@ -1,0 +1,89 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../../domain/operations.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+
+// The specification's catalogue lives beside the project (../shared), not in it: a clone without it skips that check.
+const CATALOGUE = path.resolve('../shared/spec/catalogue.json');
+const hasCatalogue = existsSync(CATALOGUE);
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(async () => t?.close());
+
+describe('the OpenAPI description', () => {
+  it('is served without a key, 3.1.0 / 2020-12 / 1.2.0, one operation per catalogue entry with its metadata', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
+    expect(doc.info.version).toBe('1.2.0');
+    const ops = Object.values(doc.paths).flatMap((p) => Object.values(p as object)) as Record<string, any>[];
+    expect(ops.map((o) => o.operationId).sort()).toEqual(OPERATIONS.map((o) => o.tool).sort());
+    for (const op of ops) {
+      expect(op['x-svc-credits'], op.operationId).toBeTypeOf('number');
+      expect(['usage', 'data', 'contrat']).toContain(op['x-svc-palier-minimal']);
+      for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
+        if (Number(status) >= 400) expect(Object.keys(response.content), `${op.operationId} ${status}`).toEqual(['application/problem+json']);
+      }
+    }
+  });
+
+  it.skipIf(!hasCatalogue)('agrees with ../shared/spec/catalogue.json (skipped when absent) on its metadata', () => {
+    const catalogue = JSON.parse(readFileSync(CATALOGUE, 'utf8')) as {
+      operations: Array<Record<string, any> & { tool: string | null; paths: string[] }>;
+    };
+    const spec = new Map(catalogue.operations.filter((o) => o.tool).map((o) => [o.tool, o]));
+    for (const op of OPERATIONS) {
+      const s = spec.get(op.tool);
+      expect(s, `${op.tool} is in the specification catalogue`).toBeDefined();
+      expect({ credits: op.credits, unit: op.unit, path: op.path }, op.tool).toEqual({
+        credits: s!.credits,
+        unit: s!.unit,
+        path: s!.paths.includes(op.path) ? op.path : s!.paths,
+      });
+      if (s!.method) expect(op.method, op.tool).toBe(s!.method);
+      if (s!.scope) expect(op.scope, op.tool).toBe(s!.scope);
+      if (s!.tier) expect(op.tier, op.tool).toBe(s!.tier);
+      if (s!.sandbox !== null) expect(op.sandbox, op.tool).toBe(s!.sandbox);
+      if (s!.timeout_s) expect(op.timeoutS, op.tool).toBe(s!.timeout_s);
+      if ('personal_key' in s!) expect(op.personalKey ?? false, op.tool).toBe(s!.personal_key);
+    }
+  });
+
+  it('lints clean with Redocly', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-openapi-'));
+    try {
+      const file = path.join(dir, 'openapi.json');
+      await writeFile(file, JSON.stringify(doc));
+      const bin = path.resolve('node_modules/.bin/redocly');
+      const run = await promisify(execFile)(bin, ['lint', file, '--format', 'json', '--extends', 'recommended'], {
+        maxBuffer: 20 * 2 ** 20,
+      }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+      const report = JSON.parse(run.stdout);
+      const errors = report.problems.filter((p: { severity: string }) => p.severity === 'error');
+      expect(errors.map((p: { ruleId: string; message: string }) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('serves a browsable docs page and the error codes page', async () => {
+    const page = await t.app.inject({ method: 'GET', url: '/docs' });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('/api/v1/openapi.json');
+    const asset = await t.app.inject({ method: 'GET', url: '/docs/assets/swagger-ui-bundle.js' });
+    expect(asset.statusCode).toBe(200);
+    const errors = await t.app.inject({ method: 'GET', url: '/docs/erreurs' });
+    expect(errors.body).toContain('id="credits_insuffisants"');
+  });
+});
