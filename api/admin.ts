@@ -20,7 +20,11 @@ const ReleveQuery = z.object({
   curseur: z.string().min(1).max(1024).optional(),
 });
 
-function parse<S extends z.ZodType>(schema: S, value: unknown, emplacement: 'chemin' | 'requete' | 'corps'): z.output<S> {
+function parse<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  emplacement: 'chemin' | 'requete' | 'corps',
+): z.output<S> {
   const parsed = schema.safeParse(value ?? {});
   if (parsed.success) return parsed.data;
   const erreurs = fieldErrors(parsed.error, () => emplacement);
@@ -70,7 +74,9 @@ export function registerAdmin(
         const { id } = parse(IdParams, request.params, 'chemin');
         const key = await deps.accounts.createKey(id, parse(KeyCreateSchema, request.body, 'corps'));
         reply.header('Cache-Control', 'no-store');
-        return reply.code(201).send({ ...key, note: 'La clé en clair n’est montrée qu’ici : conservez-la maintenant.' });
+        return reply
+          .code(201)
+          .send({ ...key, note: 'La clé en clair n’est montrée qu’ici : conservez-la maintenant.' });
       });
 
       admin.post('/cles/:id/revocation', async (request) => {

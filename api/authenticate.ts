@@ -20,7 +20,8 @@ export interface Authenticated {
 
 function bearer(request: FastifyRequest): string {
   const header = request.headers.authorization;
-  if (!header) throw new ApiError('cle_absente', 'En-tête Authorization absent : envoyez « Authorization: Bearer <clé> ».');
+  if (!header)
+    throw new ApiError('cle_absente', 'En-tête Authorization absent : envoyez « Authorization: Bearer <clé> ».');
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   if (!match) throw new ApiError('cle_invalide', 'En-tête Authorization mal formé : « Bearer <clé> » attendu.');
   return match[1];

@@ -28,7 +28,10 @@ const ERRORS_PAGE = `<!doctype html>
 <body><h1>Codes d’erreur</h1><p>Chaque erreur est servie en <code>application/problem+json</code> avec un <code>code</code> stable.</p>
 <table><thead><tr><th>HTTP</th><th>code</th><th>titre</th></tr></thead><tbody>
 ${Object.entries(ERRORS)
-  .map(([code, e]) => `<tr id="${code}"><td>${e.status}</td><td><code>${code}</code></td><td>${escapeHtml(e.title)}</td></tr>`)
+  .map(
+    ([code, e]) =>
+      `<tr id="${code}"><td>${e.status}</td><td><code>${code}</code></td><td>${escapeHtml(e.title)}</td></tr>`,
+  )
   .join('\n')}
 </tbody></table></body></html>`;
 

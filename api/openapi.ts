@@ -21,7 +21,11 @@ export const CreditsSchema = z
 type JsonSchema = Record<string, unknown>;
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  });
   return rest as JsonSchema;
 }
 
@@ -160,7 +164,9 @@ export function buildOpenApi(operations: Operation[], serverUrl = '/') {
       license: { name: 'Propriétaire', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: serverUrl }],
-    tags: [...new Set(operations.map((o) => o.scope))].sort().map((name) => ({ name, description: `Portée \`${name}\`.` })),
+    tags: [...new Set(operations.map((o) => o.scope))]
+      .sort()
+      .map((name) => ({ name, description: `Portée \`${name}\`.` })),
     security: [{ cle: [] }],
     paths,
     components: {

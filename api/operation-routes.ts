@@ -71,25 +71,52 @@ async function withTimeout<T>(operation: Operation, run: (signal: AbortSignal) =
   }
 }
 
-/** Responses kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
+/** A result with its serialised payload (without `credits`) and its fingerprint, the ETag. */
+interface Result {
+  output: unknown;
+  payload: string;
+  etag: string;
+}
+
+function toResult(operation: Operation, output: unknown): Result {
+  const payload = JSON.stringify(output);
+  const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
+  return { output, payload, etag: `"${digest.slice(0, 27)}"` };
+}
+
+/** Results kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
 function createResponseCache() {
-  const entries = new Map<string, { output: unknown; until: number }>();
+  const entries = new Map<string, { result: Result; until: number }>();
   return {
     get(id: string) {
       const hit = entries.get(id);
-      if (hit && hit.until > Date.now()) return hit.output;
+      if (hit && hit.until > Date.now()) return hit.result;
       if (hit) entries.delete(id);
       return undefined;
     },
-    set(id: string, output: unknown, seconds: number) {
+    set(id: string, result: Result, seconds: number) {
       if (entries.size > 20_000) entries.clear();
-      entries.set(id, { output, until: Date.now() + seconds * 1000 });
+      entries.set(id, { result, until: Date.now() + seconds * 1000 });
     },
   };
 }
 
-function isoDate(now: Date): string {
-  return now.toISOString();
+const DAY_MS = 86_400_000;
+
+/**
+ * Responses this process already served (and billed) per organisation, by fingerprint: an identical response within
+ * 24 h is not debited, and knowing it here spares the ledger a round trip. The ledger (reponses_servies) stays the
+ * reference for what other instances served.
+ */
+function createServedMemory() {
+  const served = new Map<string, number>();
+  return {
+    seen: (id: string, now: number) => (served.get(id) ?? 0) > now - DAY_MS,
+    note(id: string, now: number) {
+      if (served.size > 200_000) served.clear();
+      served.set(id, now);
+    },
+  };
 }
 
 /**
@@ -102,6 +129,7 @@ export function registerOperations(
   deps: { operations: Operation[]; auth: Authenticator; services: Services; sharedCache: (op: Operation) => boolean },
 ) {
   const cache = createResponseCache();
+  const served = createServedMemory();
   for (const operation of deps.operations) {
     const locate = locator(operation);
     app.route({
@@ -115,23 +143,28 @@ export function registerOperations(
         const parsed = operation.input.safeParse(rawInput(operation, request));
         if (!parsed.success) {
           const erreurs = fieldErrors(parsed.error, locate);
-          throw new ApiError('parametres_invalides', `Paramètres invalides : ${erreurs.map((e) => e.champ).join(', ')}.`, {
-            erreurs,
-          });
+          throw new ApiError(
+            'parametres_invalides',
+            `Paramètres invalides : ${erreurs.map((e) => e.champ).join(', ')}.`,
+            {
+              erreurs,
+            },
+          );
         }
         const input = parsed.data;
         const cacheId =
           operation.cacheS > 0 && deps.sharedCache(operation)
             ? `${operation.tool}|${svc.caller.sandbox ? 'test' : 'live'}|${canonical(input)}`
             : null;
-        let output = cacheId ? cache.get(cacheId) : undefined;
-        if (output === undefined) {
-          output = await withTimeout(operation, (signal) =>
+        let result = cacheId ? cache.get(cacheId) : undefined;
+        if (!result) {
+          const output = await withTimeout(operation, (signal) =>
             operation.handler(input, { caller: svc.caller, requestId: request.id, signal, services: deps.services }),
           );
-          if (cacheId) cache.set(cacheId, output, operation.cacheS);
+          result = toResult(operation, output);
+          if (cacheId) cache.set(cacheId, result, operation.cacheS);
         }
-        return serve(operation, output, request, reply, deps);
+        return serve(operation, result, request, reply, { ...deps, served });
       },
     });
   }
@@ -139,16 +172,14 @@ export function registerOperations(
 
 async function serve(
   operation: Operation,
-  output: unknown,
+  { output, payload, etag }: Result,
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { auth: Authenticator; services: Services },
+  deps: { auth: Authenticator; services: Services; served: ReturnType<typeof createServedMemory> },
 ) {
   const svc = request.svc!;
-  const payload = JSON.stringify(output);
-  const etag = `"${createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url').slice(0, 27)}"`;
   const now = deps.services.now();
-  const dataDate = operation.dataDate?.(output as never) ?? isoDate(now);
+  const dataDate = operation.dataDate?.(output as never) ?? now.toISOString();
   const ageS = Math.max(0, Math.floor((now.getTime() - Date.parse(dataDate)) / 1000)) || 0;
   reply.headers({
     ETag: etag,
@@ -161,7 +192,11 @@ async function serve(
   });
 
   const ifNoneMatch = request.headers['if-none-match'];
-  if (request.method === 'GET' && ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) {
+  if (
+    request.method === 'GET' &&
+    ifNoneMatch &&
+    ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)
+  ) {
     reply.headers({ 'Svc-Credits-Debites': 0 });
     if (svc.restants !== null) reply.header('Svc-Credits-Restants', svc.restants);
     return reply.code(304).send();
@@ -170,7 +205,8 @@ async function serve(
   let debites = 0;
   let restants = svc.restants;
   const price = svc.caller.sandbox ? 0 : priceOf(operation, output);
-  if (price > 0) {
+  const servedId = `${svc.caller.organisationId}|${etag}`;
+  if (price > 0 && !deps.served.seen(servedId, now.getTime())) {
     const result = await debit(deps.services.db, {
       organisationId: svc.caller.organisationId,
       cleId: svc.caller.cleId,
@@ -181,13 +217,17 @@ async function serve(
       empreinte: etag,
     });
     if (result.issue === 'credits_insuffisants') {
-      throw new ApiError('credits_insuffisants', `Il reste ${result.restants} crédits ; cette réponse en coûte ${price}.`);
+      throw new ApiError(
+        'credits_insuffisants',
+        `Il reste ${result.restants} crédits ; cette réponse en coûte ${price}.`,
+      );
     }
     if (result.issue === 'plafond_cle') {
       throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
     }
     debites = result.debites;
     restants = result.restants;
+    deps.served.note(servedId, now.getTime());
     deps.auth.noteDebit(svc.caller.organisationId, svc.caller.cleId, debites, restants);
   }
   reply.header('Svc-Credits-Debites', debites);

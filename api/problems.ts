@@ -5,26 +5,25 @@ import { ApiError, ERRORS, type ErrorCode, type FieldError } from '../domain/err
 export const PROBLEM_TYPE = 'application/problem+json';
 
 /** The problem+json body (RFC 9457 members, the stable `code`, the request id, and the field-by-field detail). */
-export const ProblemSchema = z
-  .object({
-    type: z.string().describe('Référence de la documentation du code (`/docs/erreurs#<code>`).'),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
-    instance: z.string().describe('Chemin de la requête.'),
-    code: z.string().describe('Code stable, à utiliser dans le code client.'),
-    requete: z.string().describe('Identifiant de la requête, aussi dans l’en-tête Svc-Requete.'),
-    erreurs: z
-      .array(
-        z.object({
-          champ: z.string(),
-          emplacement: z.enum(['chemin', 'requete', 'corps']),
-          message: z.string(),
-        }),
-      )
-      .optional()
-      .describe('Détail champ par champ (400 parametres_invalides).'),
-  });
+export const ProblemSchema = z.object({
+  type: z.string().describe('Référence de la documentation du code (`/docs/erreurs#<code>`).'),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  instance: z.string().describe('Chemin de la requête.'),
+  code: z.string().describe('Code stable, à utiliser dans le code client.'),
+  requete: z.string().describe('Identifiant de la requête, aussi dans l’en-tête Svc-Requete.'),
+  erreurs: z
+    .array(
+      z.object({
+        champ: z.string(),
+        emplacement: z.enum(['chemin', 'requete', 'corps']),
+        message: z.string(),
+      }),
+    )
+    .optional()
+    .describe('Détail champ par champ (400 parametres_invalides).'),
+});
 
 export function problemBody(request: FastifyRequest, error: ApiError) {
   return {
@@ -47,7 +46,9 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 /** Turns a zod failure into the field-by-field detail of a 400. */
 export function fieldErrors(error: z.ZodError, locate: (field: string) => FieldError['emplacement']): FieldError[] {
   return error.issues.map((issue) => {
-    const champ = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
+    const champ = issue.path
+      .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+      .join('');
     return { champ: champ || '(corps)', emplacement: locate(String(issue.path[0] ?? '')), message: issue.message };
   });
 }
@@ -87,6 +88,10 @@ export function registerProblemHandlers(app: FastifyInstance, bodyLimit: number)
     );
   });
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(request, reply, new ApiError('route_inconnue', `Aucune route ${request.method} ${request.url.split('?')[0]}.`)),
+    sendProblem(
+      request,
+      reply,
+      new ApiError('route_inconnue', `Aucune route ${request.method} ${request.url.split('?')[0]}.`),
+    ),
   );
 }

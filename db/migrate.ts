@@ -13,8 +13,12 @@ export async function migrate(db: Db): Promise<string[]> {
   const client = await db.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (nom text PRIMARY KEY, applique_le timestamptz NOT NULL DEFAULT now())');
-    const done = new Set((await client.query<{ nom: string }>('SELECT nom FROM schema_migrations')).rows.map((r) => r.nom));
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (nom text PRIMARY KEY, applique_le timestamptz NOT NULL DEFAULT now())',
+    );
+    const done = new Set(
+      (await client.query<{ nom: string }>('SELECT nom FROM schema_migrations')).rows.map((r) => r.nom),
+    );
     const applied: string[] = [];
     for (const file of files.filter((f) => !done.has(f))) {
       const sql = await readFile(MIGRATIONS_DIR + file, 'utf8');

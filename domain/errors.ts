@@ -58,6 +58,10 @@ export class ApiError extends Error {
 }
 
 /** Shorthand for a 400 on one field, the most frequent business refusal. */
-export function invalidField(champ: string, message: string, emplacement: FieldError['emplacement'] = 'corps'): ApiError {
+export function invalidField(
+  champ: string,
+  message: string,
+  emplacement: FieldError['emplacement'] = 'corps',
+): ApiError {
   return new ApiError('parametres_invalides', message, { erreurs: [{ champ, emplacement, message }] });
 }

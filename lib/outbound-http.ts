@@ -10,13 +10,7 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
  */
 
 export type OutboundReason =
-  | 'url_invalide'
-  | 'schema_interdit'
-  | 'adresse_interdite'
-  | 'dns'
-  | 'connexion'
-  | 'delai'
-  | 'trop_lourd';
+  'url_invalide' | 'schema_interdit' | 'adresse_interdite' | 'dns' | 'connexion' | 'delai' | 'trop_lourd';
 
 export class OutboundError extends Error {
   readonly reason: OutboundReason;
@@ -199,7 +193,6 @@ export function sniffType(body: Buffer): SniffedType {
     }
   }
   if (/^(<!--[\s\S]*?-->\s*)*<(!doctype\s+html|html|head|body)[\s>]/i.test(trimmed)) return 'html';
-  // eslint-disable-next-line no-control-regex
   return /[\u0000-\u0008\u000B\u000E-\u001F\u007F]/.test(text.slice(0, 4096)) ? null : 'text';
 }
 
@@ -213,7 +206,9 @@ interface Target {
 
 function isLoopbackName(host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, '');
-  return name === 'localhost' || name.endsWith('.localhost') || (isIP(host) !== 0 && classifyAddress(host) === 'loopback');
+  return (
+    name === 'localhost' || name.endsWith('.localhost') || (isIP(host) !== 0 && classifyAddress(host) === 'loopback')
+  );
 }
 
 export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
@@ -229,7 +224,10 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
     }
     if (url.username || url.password) {
       // Credentials in a URL end up in logs and listings; a receiver authenticates us by the signature instead.
-      throw new OutboundError('url_invalide', 'L’adresse ne doit pas contenir d’identifiants (utilisateur:mot de passe@).');
+      throw new OutboundError(
+        'url_invalide',
+        'L’adresse ne doit pas contenir d’identifiants (utilisateur:mot de passe@).',
+      );
     }
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     if (!host) throw new OutboundError('url_invalide', 'L’adresse n’a pas de nom d’hôte.');
@@ -255,7 +253,10 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
       );
     }
     if (target.loopbackOnly && kind !== 'loopback') {
-      throw new OutboundError('schema_interdit', `L’hôte ${shown} n’est pas local : http n’est accepté que vers la boucle locale, utilisez https.`);
+      throw new OutboundError(
+        'schema_interdit',
+        `L’hôte ${shown} n’est pas local : http n’est accepté que vers la boucle locale, utilisez https.`,
+      );
     }
   }
 
@@ -315,7 +316,11 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
           const wanted = lookupOptions.family === 4 || lookupOptions.family === 6 ? lookupOptions.family : 0;
           const usable = wanted ? all.filter((a) => a.family === wanted) : all;
           if (usable.length === 0) {
-            callback(new OutboundError('dns', `Le nom d’hôte « ${target.host} » n’a pas d’adresse IPv${wanted}.`), '', 0);
+            callback(
+              new OutboundError('dns', `Le nom d’hôte « ${target.host} » n’a pas d’adresse IPv${wanted}.`),
+              '',
+              0,
+            );
           } else if (lookupOptions.all) {
             callback(null, usable);
           } else {
@@ -335,7 +340,8 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
     return new Promise<OutboundResponse>((resolve, reject) => {
       let settled = false;
       const timers: NodeJS.Timeout[] = [];
-      const onAbort = () => fail(new OutboundError('delai', 'Requête interrompue : le temps alloué à l’opération est écoulé.'));
+      const onAbort = () =>
+        fail(new OutboundError('delai', 'Requête interrompue : le temps alloué à l’opération est écoulé.'));
       const finish = () => {
         settled = true;
         for (const t of timers) clearTimeout(t);
@@ -424,5 +430,7 @@ function connectionError(host: string, error: NodeJS.ErrnoException): OutboundEr
   if (/CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/i.test(code)) {
     return new OutboundError('connexion', `Certificat TLS de « ${host} » refusé (${code}).`, { cause: error });
   }
-  return new OutboundError('connexion', `Connexion à « ${host} » impossible ou interrompue (${code}).`, { cause: error });
+  return new OutboundError('connexion', `Connexion à « ${host} » impossible ou interrompue (${code}).`, {
+    cause: error,
+  });
 }

@@ -24,5 +24,6 @@ const org = await call('POST', '/admin/v1/organisations', admin, {
 });
 const key = await call('POST', `/admin/v1/organisations/${org.id}/cles`, admin, { mode: 'live', personnelle: true });
 const profile = await call('GET', '/api/v1/compte/profil', { authorization: `Bearer ${key.cle}` });
-if (!('existe' in profile) || !('credits' in profile)) throw new Error(`unexpected profile: ${JSON.stringify(profile)}`);
+if (!('existe' in profile) || !('credits' in profile))
+  throw new Error(`unexpected profile: ${JSON.stringify(profile)}`);
 console.log(`SVC_CLE=${key.cle}`);

@@ -46,6 +46,8 @@ CREATE INDEX cles_organisation ON cles (organisation_id);
 -- The ledger. Each pool is a column: `gratuits` (free credits, no expiry), `inclus` (credits included in a
 -- subscription, per month), `factures` (credits billed under the monthly spend cap, counted negative when spent).
 -- A grant adds to a pool, a debit or reservation takes from pools, a give-back returns what its reservation took.
+-- Every row also carries the balances after it (like a bank statement), so a balance is the last row, not a sum,
+-- and the statement explains itself line by line. Rows are written only by svc_ecrire, under the organisation lock.
 CREATE TABLE mouvements (
   id bigserial PRIMARY KEY,
   organisation_id uuid NOT NULL REFERENCES organisations (id) ON DELETE CASCADE,
@@ -56,6 +58,9 @@ CREATE TABLE mouvements (
   inclus integer NOT NULL DEFAULT 0,
   factures integer NOT NULL DEFAULT 0,
   mois date NOT NULL,
+  solde_gratuits bigint NOT NULL,
+  solde_inclus bigint NOT NULL,
+  factures_mois bigint NOT NULL,
   operation text,
   requete text,
   tache text,
@@ -64,7 +69,7 @@ CREATE TABLE mouvements (
   cree_le timestamptz NOT NULL DEFAULT clock_timestamp(),
   CHECK (credits = gratuits + inclus + factures)
 );
-CREATE INDEX mouvements_organisation_mois ON mouvements (organisation_id, mois);
+CREATE INDEX mouvements_organisation ON mouvements (organisation_id, id DESC);
 CREATE INDEX mouvements_cle_mois ON mouvements (cle_id, mois) WHERE cle_id IS NOT NULL;
 
 -- Fingerprints of the responses served to an organisation: an identical response within 24 h is not debited.
@@ -79,43 +84,82 @@ CREATE TABLE reponses_servies (
 CREATE FUNCTION svc_mois() RETURNS date
 LANGUAGE sql STABLE AS $$ SELECT date_trunc('month', now() AT TIME ZONE 'Europe/Paris')::date $$;
 
--- Credits included in a subscription are granted as a ledger row, once per month, the first time they are looked at.
-CREATE FUNCTION svc_assurer_inclus(p_org uuid, p_acces text) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  IF p_acces IN ('data', 'contrat') THEN
-    INSERT INTO mouvements (organisation_id, genre, credits, inclus, mois, motif, cle_idempotence)
-    VALUES (p_org, 'inclus_mensuel', 100000, 100000, svc_mois(), 'Crédits inclus dans l''abonnement Data',
-            'inclus:' || p_org || ':' || to_char(svc_mois(), 'YYYY-MM'))
-    ON CONFLICT (cle_idempotence) DO NOTHING;
-  END IF;
-END $$;
+CREATE FUNCTION svc_prix_credit(p_acces text) RETURNS numeric
+LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN p_acces = 'usage' THEN 0.005 ELSE 0.002 END $$;
 
--- Balances derived from the ledger. `facturables` are what the spend cap still allows this month
--- (0.005 EUR per credit on pay-per-use, 0.002 EUR beyond the included credits of a subscription).
+-- Balances after the last movement: included credits and billed credits start again each month (the month's
+-- included grant is written with the first movement of the month; until then it is counted as due).
 CREATE FUNCTION svc_solde(p_org uuid, p_cle uuid)
 RETURNS TABLE (gratuits bigint, inclus bigint, facturables bigint, restants bigint, cle_utilise bigint, cle_plafond integer)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  o organisations;
+  last mouvements;
+  m date := svc_mois();
+  factures_mois bigint := 0;
+BEGIN
+  SELECT * INTO o FROM organisations WHERE id = p_org;
+  SELECT * INTO last FROM mouvements WHERE organisation_id = p_org ORDER BY id DESC LIMIT 1;
+  gratuits := greatest(coalesce(last.solde_gratuits, 0), 0);
+  IF last.mois = m THEN
+    inclus := last.solde_inclus;
+    factures_mois := last.factures_mois;
+  END IF;
+  IF (last.mois IS DISTINCT FROM m OR NOT EXISTS (
+        SELECT 1 FROM mouvements WHERE cle_idempotence = 'inclus:' || p_org || ':' || to_char(m, 'YYYY-MM')))
+     AND o.acces IN ('data', 'contrat') THEN
+    inclus := coalesce(inclus, 0) + 100000;
+  END IF;
+  inclus := greatest(coalesce(inclus, 0), 0);
+  facturables := greatest(0, floor(o.plafond_depense_eur / svc_prix_credit(o.acces))::bigint - factures_mois);
+  restants := gratuits + inclus + facturables;
+  cle_plafond := NULL;
+  cle_utilise := 0;
+  IF p_cle IS NOT NULL THEN
+    SELECT c.plafond_mensuel INTO cle_plafond FROM cles c WHERE c.id = p_cle;
+    IF cle_plafond IS NOT NULL THEN
+      SELECT coalesce(-sum(mv.credits), 0) INTO cle_utilise
+        FROM mouvements mv WHERE mv.cle_id = p_cle AND mv.mois = m AND mv.genre IN ('debit', 'reservation', 'restitution');
+    END IF;
+  END IF;
+  RETURN NEXT;
+END $$;
+
+-- The one writer of the ledger: appends a movement with the balances after it. The caller holds the organisation
+-- row lock. The month's included grant is written first when it is due.
+CREATE FUNCTION svc_ecrire(p_org uuid, p_cle uuid, p_genre text, p_gratuits integer, p_inclus integer,
+                           p_factures integer, p_operation text, p_requete text, p_tache text, p_motif text,
+                           p_idempotence text)
+RETURNS mouvements
 LANGUAGE plpgsql AS $$
 DECLARE
   o organisations;
+  last mouvements;
   m date := svc_mois();
-  factures_mois bigint;
+  g bigint;
+  i bigint;
+  f bigint;
+  cle_inclus text := 'inclus:' || p_org || ':' || to_char(m, 'YYYY-MM');
+  ligne mouvements;
 BEGIN
   SELECT * INTO o FROM organisations WHERE id = p_org;
-  PERFORM svc_assurer_inclus(p_org, o.acces);
-  SELECT coalesce(sum(mv.gratuits), 0),
-         coalesce(sum(mv.inclus) FILTER (WHERE mv.mois = m), 0),
-         coalesce(-sum(mv.factures) FILTER (WHERE mv.mois = m), 0)
-    INTO gratuits, inclus, factures_mois
-    FROM mouvements mv WHERE mv.organisation_id = p_org;
-  facturables := greatest(0, floor(o.plafond_depense_eur / (CASE WHEN o.acces = 'usage' THEN 0.005 ELSE 0.002 END))::bigint - factures_mois);
-  gratuits := greatest(gratuits, 0);
-  inclus := greatest(inclus, 0);
-  restants := gratuits + inclus + facturables;
-  SELECT c.plafond_mensuel INTO cle_plafond FROM cles c WHERE c.id = p_cle;
-  SELECT coalesce(-sum(mv.credits), 0) INTO cle_utilise
-    FROM mouvements mv WHERE mv.cle_id = p_cle AND mv.mois = m AND mv.genre IN ('debit', 'reservation', 'restitution');
-  RETURN NEXT;
+  SELECT * INTO last FROM mouvements WHERE organisation_id = p_org ORDER BY id DESC LIMIT 1;
+  g := coalesce(last.solde_gratuits, 0);
+  i := CASE WHEN last.mois = m THEN last.solde_inclus ELSE 0 END;
+  f := CASE WHEN last.mois = m THEN last.factures_mois ELSE 0 END;
+  IF o.acces IN ('data', 'contrat') AND p_genre <> 'inclus_mensuel'
+     AND NOT EXISTS (SELECT 1 FROM mouvements WHERE cle_idempotence = cle_inclus) THEN
+    i := i + 100000;
+    INSERT INTO mouvements (organisation_id, genre, credits, inclus, mois, solde_gratuits, solde_inclus, factures_mois,
+                            motif, cle_idempotence)
+    VALUES (p_org, 'inclus_mensuel', 100000, 100000, m, g, i, f, 'Crédits inclus dans l''abonnement du mois', cle_inclus);
+  END IF;
+  INSERT INTO mouvements (organisation_id, cle_id, genre, credits, gratuits, inclus, factures, mois, solde_gratuits,
+                          solde_inclus, factures_mois, operation, requete, tache, motif, cle_idempotence)
+  VALUES (p_org, p_cle, p_genre, p_gratuits + p_inclus + p_factures, p_gratuits, p_inclus, p_factures, m,
+          g + p_gratuits, i + p_inclus, f - p_factures, p_operation, p_requete, p_tache, p_motif, p_idempotence)
+  RETURNING * INTO ligne;
+  RETURN ligne;
 END $$;
 
 -- Debits (or reserves) credits atomically with the checks that allow it: the organisation row is locked, so
@@ -129,14 +173,20 @@ CREATE FUNCTION svc_debiter(p_org uuid, p_cle uuid, p_genre text, p_credits inte
 RETURNS TABLE (issue text, debites integer, restants bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-  o organisations;
   s record;
   reste integer := p_credits;
   pris_inclus integer;
   pris_gratuits integer;
-  pris_factures integer;
 BEGIN
-  SELECT * INTO o FROM organisations WHERE id = p_org FOR UPDATE;
+  -- Identical responses are the common case of a client re-reading: answered before taking any lock.
+  IF p_empreinte IS NOT NULL AND EXISTS (
+    SELECT 1 FROM reponses_servies r
+     WHERE r.organisation_id = p_org AND r.empreinte = p_empreinte AND r.servi_le > now() - interval '24 hours') THEN
+    SELECT * INTO s FROM svc_solde(p_org, p_cle);
+    RETURN QUERY SELECT 'identique'::text, 0, s.restants;
+    RETURN;
+  END IF;
+  PERFORM 1 FROM organisations WHERE id = p_org FOR UPDATE;
   IF p_idempotence IS NOT NULL AND EXISTS (SELECT 1 FROM mouvements WHERE cle_idempotence = p_idempotence) THEN
     SELECT * INTO s FROM svc_solde(p_org, p_cle);
     RETURN QUERY SELECT 'deja'::text, 0, s.restants;
@@ -163,11 +213,8 @@ BEGIN
   reste := reste - pris_inclus;
   pris_gratuits := least(reste, s.gratuits);
   reste := reste - pris_gratuits;
-  pris_factures := reste;
-  INSERT INTO mouvements (organisation_id, cle_id, genre, credits, gratuits, inclus, factures, mois, operation,
-                          requete, tache, cle_idempotence)
-  VALUES (p_org, p_cle, p_genre, -p_credits, -pris_gratuits, -pris_inclus, -pris_factures, svc_mois(), p_operation,
-          p_requete, p_tache, p_idempotence);
+  PERFORM svc_ecrire(p_org, p_cle, p_genre, -pris_gratuits, -pris_inclus, -reste, p_operation, p_requete, p_tache,
+                     NULL, p_idempotence);
   IF p_empreinte IS NOT NULL THEN
     INSERT INTO reponses_servies (organisation_id, empreinte, servi_le) VALUES (p_org, p_empreinte, now())
     ON CONFLICT (organisation_id, empreinte) DO UPDATE SET servi_le = EXCLUDED.servi_le;

@@ -27,6 +27,8 @@ CREATE INDEX webhooks_genres ON webhooks USING gin (genres) WHERE actif AND supp
 -- `annulee` is ours, never shown: the pending deliveries of a deleted subscription.
 CREATE TABLE livraisons (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  -- Insertion order: breaks ties between deliveries of the same instant (random uuids do not).
+  rang bigint GENERATED ALWAYS AS IDENTITY,
   webhook_id uuid NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
   genre text NOT NULL,
   statut text NOT NULL DEFAULT 'a_livrer'
@@ -42,5 +44,5 @@ CREATE TABLE livraisons (
   maj_le timestamptz NOT NULL DEFAULT now(),
   payload jsonb NOT NULL
 );
-CREATE INDEX livraisons_webhook_le ON livraisons (webhook_id, le DESC, id DESC);
+CREATE INDEX livraisons_webhook_le ON livraisons (webhook_id, le DESC, rang DESC);
 CREATE UNIQUE INDEX livraisons_evenement ON livraisons (webhook_id, evenement) WHERE evenement IS NOT NULL;

@@ -219,7 +219,12 @@ export function createAccounts(db: Db, defaults: { quotaMinute: number }) {
         }
         await grant(tx, organisationId, input.credits, input.motif);
         const after = await balanceOf(tx, organisationId, null);
-        return { restants: after.restants, gratuits: after.gratuits, inclus: after.inclus, facturables: after.facturables };
+        return {
+          restants: after.restants,
+          gratuits: after.gratuits,
+          inclus: after.inclus,
+          facturables: after.facturables,
+        };
       });
     },
 

@@ -59,7 +59,10 @@ export async function debit(
   return rows[0];
 }
 
-/** Adds credits to the free pool (an admin grant), or removes some (a negative correction, down to zero). */
+/**
+ * Adds credits to the free pool (an admin grant), or removes some (a negative correction, down to zero). Takes the
+ * organisation lock: call it inside a transaction.
+ */
 export async function grant(
   db: Queryable,
   organisationId: string,
@@ -67,18 +70,23 @@ export async function grant(
   motif: string,
   genre: 'ouverture' | 'octroi' = 'octroi',
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO mouvements (organisation_id, genre, credits, gratuits, mois, motif)
-     VALUES ($1, $2, $3, $3, svc_mois(), $4)`,
-    [organisationId, genre, credits, motif],
-  );
+  await db.query('SELECT 1 FROM organisations WHERE id = $1 FOR UPDATE', [organisationId]);
+  await db.query('SELECT svc_ecrire($1, NULL, $2, $3, 0, 0, NULL, NULL, NULL, $4, NULL)', [
+    organisationId,
+    genre,
+    credits,
+    motif,
+  ]);
 }
 
 export interface Movement {
   id: string;
   genre: string;
   credits: number;
+  /** What the movement added to (or took from) each pool. */
   pools: { gratuits: number; inclus: number; factures: number };
+  /** The pools after it: free credits, included credits left this month, credits billed this month. */
+  apres: { gratuits: number; inclus: number; factures_mois: number };
   operation: string | null;
   requete: string | null;
   tache: string | null;
@@ -91,7 +99,8 @@ export interface Movement {
 /** The ledger of an organisation, newest first, from movement id `avant` (exclusive) when given. */
 export async function movements(db: Queryable, organisationId: string, limit: number, avant: number | null) {
   const { rows } = await db.query(
-    `SELECT id, genre, credits, gratuits, inclus, factures, operation, requete, tache, cle_id, motif,
+    `SELECT id, genre, credits, gratuits, inclus, factures, solde_gratuits, solde_inclus, factures_mois,
+            operation, requete, tache, cle_id, motif,
             to_char(mois, 'YYYY-MM') AS mois, cree_le
        FROM mouvements
       WHERE organisation_id = $1 AND ($2::bigint IS NULL OR id < $2)
@@ -103,6 +112,7 @@ export async function movements(db: Queryable, organisationId: string, limit: nu
     genre: r.genre,
     credits: r.credits,
     pools: { gratuits: r.gratuits, inclus: r.inclus, factures: r.factures },
+    apres: { gratuits: r.solde_gratuits, inclus: r.solde_inclus, factures_mois: r.factures_mois },
     operation: r.operation,
     requete: r.requete,
     tache: r.tache,

@@ -32,7 +32,8 @@ describe('the OpenAPI description', () => {
       expect(op['x-svc-credits'], op.operationId).toBeTypeOf('number');
       expect(['usage', 'data', 'contrat']).toContain(op['x-svc-palier-minimal']);
       for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
-        if (Number(status) >= 400) expect(Object.keys(response.content), `${op.operationId} ${status}`).toEqual(['application/problem+json']);
+        if (Number(status) >= 400)
+          expect(Object.keys(response.content), `${op.operationId} ${status}`).toEqual(['application/problem+json']);
       }
     }
   });

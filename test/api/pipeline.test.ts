@@ -44,11 +44,18 @@ const ecrire = defineOperation({
   handler: async (input) => ({ longueur: input.texte.length }),
 });
 const liste = defineOperation({
-  ...echo,
   tool: 'liste_essai',
+  method: 'GET',
   path: '/essai/liste',
+  summary: 'Liste',
+  description: 'Renvoie n éléments.',
   credits: 1,
   unit: 'element',
+  scope: 'territoire',
+  tier: 'usage',
+  sandbox: true,
+  cacheS: 0,
+  timeoutS: 2,
   input: z.object({ n: z.coerce.number().int().min(0).max(50) }),
   output: z.object({ donnees: z.array(z.number()) }),
   units: (out: { donnees: number[] }) => out.donnees.length,
@@ -181,11 +188,19 @@ describe('authentication, in the order of the error table', () => {
 describe('body and parameters', () => {
   it('answers type_contenu, corps_illisible, corps_trop_lourd and parametres_invalides field by field', async () => {
     const org = await t.organisation();
-    expectProblem(await post('/essai/ecrire', org.cle, 'texte=ab', { 'content-type': 'text/plain' }), 415, 'type_contenu');
+    expectProblem(
+      await post('/essai/ecrire', org.cle, 'texte=ab', { 'content-type': 'text/plain' }),
+      415,
+      'type_contenu',
+    );
     expectProblem(await post('/essai/ecrire', org.cle, '{"texte": "ab",'), 400, 'corps_illisible');
     const big = JSON.stringify({ texte: 'x'.repeat(1_100_000) });
     expectProblem(await post('/essai/ecrire', org.cle, big), 413, 'corps_trop_lourd');
-    const bad = expectProblem(await post('/essai/ecrire', org.cle, '{"texte":"a","nombre":1.5,"inconnu":1}'), 400, 'parametres_invalides');
+    const bad = expectProblem(
+      await post('/essai/ecrire', org.cle, '{"texte":"a","nombre":1.5,"inconnu":1}'),
+      400,
+      'parametres_invalides',
+    );
     expect(bad.erreurs.map((e: { champ: string }) => e.champ).sort()).toEqual(['(corps)', 'nombre', 'texte']);
     expect(bad.erreurs.every((e: { emplacement: string }) => e.emplacement === 'corps')).toBe(true);
     const q = expectProblem(await get('/essai/echo/ab?n=-1', org.cle), 400, 'parametres_invalides');
@@ -235,7 +250,12 @@ describe('credits', () => {
     expectProblem(await get('/essai/echo/absent', org.cle), 404, 'ressource_absente');
     const releve = await t.admin('GET', `/organisations/${org.id}/releve`);
     expect(releve.body.mouvements).toEqual([
-      expect.objectContaining({ genre: 'debit', credits: -2, operation: 'echo_essai', requete: res.headers['svc-requete'] }),
+      expect.objectContaining({
+        genre: 'debit',
+        credits: -2,
+        operation: 'echo_essai',
+        requete: res.headers['svc-requete'],
+      }),
       expect.objectContaining({ genre: 'ouverture', credits: 500 }),
     ]);
     expect(releve.body.solde.restants).toBe(498);
@@ -251,7 +271,9 @@ describe('credits', () => {
     const org = await t.organisation({ acces: 'usage', quota_minute: 1000 });
     await t.admin('POST', `/organisations/${org.id}/credits`, { credits: -490, motif: 'il en reste 10' });
     const results = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => post('/essai/ecrire', org.cle, JSON.stringify({ texte: 'x'.repeat(i + 2) }))),
+      Array.from({ length: 100 }, (_, i) =>
+        post('/essai/ecrire', org.cle, JSON.stringify({ texte: 'x'.repeat(i + 2) })),
+      ),
     );
     const served = results.filter((r) => r.statusCode === 200);
     expect(served).toHaveLength(10);
@@ -270,7 +292,10 @@ describe('credits', () => {
     const res = await get('/essai/echo/abc?n=1', org.cle);
     expect(res.json().credits).toEqual({ debites: 2, restants: 100_498 });
     const releve = await t.admin('GET', `/organisations/${org.id}/releve`);
-    expect(releve.body.mouvements[0]).toMatchObject({ genre: 'debit', pools: { inclus: -2, gratuits: 0, factures: 0 } });
+    expect(releve.body.mouvements[0]).toMatchObject({
+      genre: 'debit',
+      pools: { inclus: -2, gratuits: 0, factures: 0 },
+    });
     expect(releve.body.mouvements.map((m: { genre: string }) => m.genre)).toContain('inclus_mensuel');
   });
 
@@ -293,13 +318,20 @@ describe('sandbox', () => {
 
 describe('admin API and cursors', () => {
   it('refuses a wrong admin token, pages the statement with cursors that cannot be tampered with', async () => {
-    const wrong = await t.app.inject({ method: 'GET', url: '/admin/v1/organisations/x', headers: { authorization: 'Bearer nope' } });
+    const wrong = await t.app.inject({
+      method: 'GET',
+      url: '/admin/v1/organisations/x',
+      headers: { authorization: 'Bearer nope' },
+    });
     expect(wrong.statusCode).toBe(401);
     const org = await t.organisation({ acces: 'usage' });
     for (let n = 0; n < 3; n++) await get(`/essai/echo/abc?n=${n}`, org.cle);
     const first = await t.admin('GET', `/organisations/${org.id}/releve?limite=2`);
     expect(first.body.mouvements).toHaveLength(2);
-    const second = await t.admin('GET', `/organisations/${org.id}/releve?limite=2&curseur=${first.body.curseur_suivant}`);
+    const second = await t.admin(
+      'GET',
+      `/organisations/${org.id}/releve?limite=2&curseur=${first.body.curseur_suivant}`,
+    );
     expect(second.body.mouvements).toHaveLength(2);
     expect(second.body.curseur_suivant).toBeNull();
     const tampered = first.body.curseur_suivant.replace(/^./, (c: string) => (c === 'e' ? 'f' : 'e'));
@@ -311,7 +343,11 @@ describe('admin API and cursors', () => {
   it('has no admin API when ADMIN_TOKEN is unset', async () => {
     const bare = await createTestApp({ operations: OPS, env: { ADMIN_TOKEN: '' } });
     try {
-      const res = await bare.app.inject({ method: 'GET', url: '/admin/v1/organisations/x', headers: { authorization: 'Bearer x' } });
+      const res = await bare.app.inject({
+        method: 'GET',
+        url: '/admin/v1/organisations/x',
+        headers: { authorization: 'Bearer x' },
+      });
       expect(res.statusCode).toBe(404);
     } finally {
       await bare.close();
