@@ -36,14 +36,20 @@ const call = (app: TestApp, method: 'GET' | 'POST', url: string, cle: string, pa
   app.app.inject({
     method,
     url: `/api/v1${url}`,
-    headers: { authorization: `Bearer ${cle}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${cle}`,
+      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
   });
 
 describe('webhooks over HTTP', () => {
   it('delivers a signed test that a standard Stripe-style verifier accepts, with the secret shown only once', async () => {
     const org = await t.organisation({ acces: 'data' });
-    const created = await call(t, 'POST', '/webhooks', org.cle, { url: `${receiverUrl}/ok`, genres: ['tache.terminee'] });
+    const created = await call(t, 'POST', '/webhooks', org.cle, {
+      url: `${receiverUrl}/ok`,
+      genres: ['tache.terminee'],
+    });
     expect(created.statusCode, created.body).toBe(200);
     const { webhook, secret, signature } = created.json();
     expect(secret).toMatch(/^whsec_/);
@@ -55,8 +61,8 @@ describe('webhooks over HTTP', () => {
     expect(test.json()).toMatchObject({ reussi: true, statut_http: 204, reactive: false, credits: { debites: 0 } });
     const delivery = received.at(-1)!;
     const header = delivery.headers['svc-signature'] as string;
-    expect(() => stripe.webhooks.signature.verifyHeader(delivery.body, header, secret, 300)).not.toThrow();
-    expect(() => stripe.webhooks.signature.verifyHeader(delivery.body + ' ', header, secret, 300)).toThrow();
+    expect(() => stripe.webhooks.signature!.verifyHeader(delivery.body, header, secret, 300)).not.toThrow();
+    expect(() => stripe.webhooks.signature!.verifyHeader(delivery.body + ' ', header, secret, 300)).toThrow();
     expect(JSON.parse(delivery.body)).toMatchObject({ genre: 'test' });
 
     const after = (await call(t, 'GET', '/webhooks', org.cle)).json();
@@ -65,14 +71,25 @@ describe('webhooks over HTTP', () => {
 
   it('refuses plain http and private targets with a clear 400; loopback only when allowed', async () => {
     const org = await strict.organisation({ acces: 'data' });
-    for (const url of ['http://example.com/hook', 'https://10.0.0.1/hook', 'https://169.254.169.254/', `${receiverUrl}/ok`]) {
+    for (const url of [
+      'http://example.com/hook',
+      'https://10.0.0.1/hook',
+      'https://169.254.169.254/',
+      `${receiverUrl}/ok`,
+    ]) {
       const res = await call(strict, 'POST', '/webhooks', org.cle, { url, genres: ['nouvelle'] });
       expect(res.statusCode, url).toBe(400);
       expect(res.headers['content-type']).toMatch(/problem\+json/);
-      expect(res.json()).toMatchObject({ code: 'parametres_invalides', erreurs: [expect.objectContaining({ champ: 'url' })] });
+      expect(res.json()).toMatchObject({
+        code: 'parametres_invalides',
+        erreurs: [expect.objectContaining({ champ: 'url' })],
+      });
     }
     const other = await t.organisation({ acces: 'data' });
-    const res = await call(t, 'POST', '/webhooks', other.cle, { url: 'https://192.168.1.10/hook', genres: ['nouvelle'] });
+    const res = await call(t, 'POST', '/webhooks', other.cle, {
+      url: 'https://192.168.1.10/hook',
+      genres: ['nouvelle'],
+    });
     expect(res.statusCode).toBe(400);
   });
 
