@@ -13,7 +13,7 @@ import { registerDocs } from './docs.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
 import { createRateLimiter } from './rate-limit.ts';
-import { registerProblemHandlers } from './problems.ts';
+import { handleError, registerProblemHandlers } from './problems.ts';
 
 export interface AppDeps {
   config: Config;
@@ -33,6 +33,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false,
     return503OnClosing: true,
+    // Long enough for every documented path parameter: the operation's own validation then says what is wrong.
+    maxParamLength: 1000,
+    // Errors of the router itself (bad URL, parameter too long) leave as problems like the others.
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply, config.BODY_LIMIT_BYTES),
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('Svc-Requete', request.id);

@@ -226,6 +226,11 @@ describe('body and parameters', () => {
 
   it('answers unknown routes with a problem too', async () => {
     expectProblem(await get('/nulle/part'), 404, 'route_inconnue');
+    const org = await t.organisation();
+    expectProblem(await get(`/essai/echo/${'x'.repeat(1500)}`, org.cle), 400, 'parametres_invalides');
+    const query = await t.app.inject({ method: 'QUERY' as 'GET', url: '/api/v1/essai/echo/abc' });
+    expect(query.statusCode).toBeLessThan(500);
+    expect(query.headers['content-type']).toMatch(/^application\/problem\+json/);
   });
 });
 
