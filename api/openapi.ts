@@ -1,22 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { Operation } from '../domain/catalogue.ts';
+import { CreditsSchema, type Operation } from '../domain/catalogue.ts';
 import { ERRORS, type ErrorCode } from '../domain/errors.ts';
 import { API_PREFIX, pathParams } from './operation-routes.ts';
 import { ProblemSchema } from './problems.ts';
 
 const DESCRIPTION = readFileSync(new URL('./description.md', import.meta.url), 'utf8');
-
-export const CreditsSchema = z
-  .object({
-    debites: z.number().int().min(0).describe('Crédits débités par cet appel (réservés pour une tâche en cours).'),
-    restants: z
-      .number()
-      .int()
-      .nullable()
-      .describe('Crédits encore utilisables ce mois avant coupure ; null dans le bac à sable.'),
-  })
-  .describe('Crédits de l’appel.');
 
 type JsonSchema = Record<string, unknown>;
 
@@ -59,7 +48,8 @@ export function errorCodesOf(operation: Operation): ErrorCode[] {
   if (operation.method !== 'GET') codes.push('type_contenu', 'corps_illisible', 'corps_trop_lourd');
   codes.push('hors_bac_a_sable');
   if (operation.credits > 0) codes.push('credits_insuffisants', 'plafond_cle');
-  return [...codes, ...(operation.errors ?? [])];
+  if (operation.task) codes.push('conflit', 'ressource_absente');
+  return [...new Set([...codes, ...(operation.errors ?? [])])];
 }
 
 function operationObject(operation: Operation) {
@@ -93,17 +83,29 @@ function operationObject(operation: Operation) {
       },
     };
   }
-  const output =
-    operation.output instanceof z.ZodObject
+  const output = operation.task
+    ? operation.output
+    : operation.output instanceof z.ZodObject
       ? operation.output.extend({ credits: CreditsSchema })
       : z.object({ credits: CreditsSchema });
+  const served = { 'application/json': { schema: jsonSchema(output, 'output') } };
   const responses: Record<string, unknown> = {
     '200': {
-      description: 'Réponse servie.',
+      description: operation.task ? 'La tâche est terminée ou a échoué : enveloppe remplie.' : 'Réponse servie.',
       headers: SERVED_HEADERS,
-      content: { 'application/json': { schema: jsonSchema(output, 'output') } },
+      content: served,
     },
   };
+  if (operation.task && operation.method === 'POST') {
+    responses['202'] = {
+      description: 'Tâche acceptée, en cours : lire `Location` (ou `tache.resultat_url`), ou attendre le webhook.',
+      headers: {
+        ...SERVED_HEADERS,
+        Location: { description: 'Chemin du résultat de la tâche.', schema: { type: 'string' } },
+      },
+      content: served,
+    };
+  }
   if (operation.method === 'GET') {
     responses['304'] = { description: 'Non modifiée depuis l’ETag envoyé en If-None-Match ; rien n’est débité.' };
   }

@@ -39,6 +39,17 @@ function rawInput(operation: Operation, request: FastifyRequest): unknown {
   return { ...(body as object), ...params };
 }
 
+function idempotencyKey(request: FastifyRequest): string | undefined {
+  const key = request.headers['idempotency-key'];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(key)) {
+    throw new ApiError('parametres_invalides', 'Idempotency-Key : 1 à 255 caractères ASCII visibles.', {
+      erreurs: [{ champ: 'Idempotency-Key', emplacement: 'entete', message: '1 à 255 caractères ASCII visibles' }],
+    });
+  }
+  return key;
+}
+
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
@@ -50,7 +61,17 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-async function withTimeout<T>(operation: Operation, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/** The operation's time-out; for a task, counted after the wait the client asked for (`attendre`). */
+function timeoutMsOf(operation: Operation, input: unknown): number {
+  const wait = operation.task ? Number((input as { attendre?: number }).attendre ?? 0) : 0;
+  return (operation.timeoutS + wait) * 1000;
+}
+
+async function withTimeout<T>(
+  operation: Operation,
+  timeoutMs: number,
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -62,7 +83,7 @@ async function withTimeout<T>(operation: Operation, run: (signal: AbortSignal) =
           `Le calcul dépasse le délai de l’opération (${operation.timeoutS} s) ; rien n’a été débité.`,
         ),
       );
-    }, operation.timeoutS * 1000);
+    }, timeoutMs);
   });
   try {
     return await Promise.race([run(controller.signal), expired]);
@@ -158,8 +179,14 @@ export function registerOperations(
             : null;
         let result = cacheId ? cache.get(cacheId) : undefined;
         if (!result) {
-          const output = await withTimeout(operation, (signal) =>
-            operation.handler(input, { caller: svc.caller, requestId: request.id, signal, services: deps.services }),
+          const output = await withTimeout(operation, timeoutMsOf(operation, input), (signal) =>
+            operation.handler(input, {
+              caller: svc.caller,
+              requestId: request.id,
+              idempotencyKey: idempotencyKey(request),
+              signal,
+              services: deps.services,
+            }),
           );
           result = toResult(operation, output);
           if (cacheId) cache.set(cacheId, result, operation.cacheS);
@@ -200,6 +227,22 @@ async function serve(
     reply.headers({ 'Svc-Credits-Debites': 0 });
     if (svc.restants !== null) reply.header('Svc-Credits-Restants', svc.restants);
     return reply.code(304).send();
+  }
+
+  if (operation.task) {
+    // The envelope carries the task's own credits: reserved at its start, settled by the task itself.
+    const { credits, tache } = output as {
+      credits: { debites: number; restants: number | null };
+      tache: { statut: string; resultat_url: string };
+    };
+    reply.header('Svc-Credits-Debites', credits.debites);
+    if (credits.restants !== null) reply.header('Svc-Credits-Restants', credits.restants);
+    const running = tache.statut === 'en_attente' || tache.statut === 'en_cours';
+    if (request.method === 'POST') reply.header('Location', tache.resultat_url);
+    return reply
+      .code(request.method === 'POST' && running ? 202 : 200)
+      .type('application/json; charset=utf-8')
+      .send(payload);
   }
 
   let debites = 0;

@@ -17,7 +17,7 @@ export const ProblemSchema = z.object({
     .array(
       z.object({
         champ: z.string(),
-        emplacement: z.enum(['chemin', 'requete', 'corps']),
+        emplacement: z.enum(['chemin', 'requete', 'corps', 'entete']),
         message: z.string(),
       }),
     )

@@ -3,6 +3,7 @@ import { createDb, type Db } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Config } from '../lib/config.ts';
 import { buildApp } from './app.ts';
+import { connectTemporal, createTemporalEngine, retryDelaysS } from '../lib/temporal.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -15,7 +16,15 @@ export interface RunningServer {
 export async function startServer(config: Config, databaseUrl: string): Promise<RunningServer> {
   const db = createDb(databaseUrl);
   await migrate(db);
-  const app = await buildApp({ config, db });
+  // Without Temporal the quick reads are served and the long operations answer 503 service_indisponible.
+  const temporal = config.TEMPORAL_ADDRESS ? await connectTemporal(config.TEMPORAL_ADDRESS) : null;
+  const tasks = temporal
+    ? createTemporalEngine(temporal.client, {
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        delaisLivraisonS: retryDelaysS(config.WEBHOOKS_RETRY_DELAYS),
+      })
+    : undefined;
+  const app = await buildApp({ config, db, services: { tasks } });
   const address = await app.listen({ port: config.PORT, host: config.HOST });
   return {
     app,
@@ -23,6 +32,7 @@ export async function startServer(config: Config, databaseUrl: string): Promise<
     url: address.replace('://[::1]', '://localhost'),
     async close() {
       await app.close();
+      await temporal?.close();
       await db.end();
     },
   };

@@ -1,8 +1,9 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Db } from '../db/client.ts';
 import type { Cursors } from '../lib/cursor.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import type { ErrorCode } from './errors.ts';
+import type { TaskEngine } from './taches/taches.ts';
 
 export const SCOPES = [
   'compte',
@@ -31,6 +32,18 @@ export type Tier = (typeof TIERS)[number];
 /** Units of a price: per successful call, per element returned, per 10 rows returned, per event delivered. */
 export type Unit = 'appel' | 'element' | '10_lignes' | 'evenement';
 
+/** The `credits` block of every successful response. */
+export const CreditsSchema = z
+  .object({
+    debites: z.number().int().min(0).describe('Crédits débités par cet appel (réservés pour une tâche en cours).'),
+    restants: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Crédits encore utilisables ce mois avant coupure ; null dans le bac à sable.'),
+  })
+  .describe('Crédits de l’appel.');
+
 /** Who is calling, as established by authentication. */
 export interface Caller {
   organisationId: string;
@@ -49,11 +62,15 @@ export interface Services {
   outbound: OutboundHttp;
   cursors: Cursors;
   now: () => Date;
+  /** The engine of the long operations; absent when the service runs without Temporal (they then answer 503). */
+  tasks?: TaskEngine;
 }
 
 export interface OperationContext {
   caller: Caller;
   requestId: string;
+  /** The `Idempotency-Key` header, for task operations: the same key and body give back the same task. */
+  idempotencyKey?: string;
   /** Aborted when the operation's time-out is reached: long work should stop. */
   signal: AbortSignal;
   services: Services;
@@ -89,6 +106,12 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   units?: (output: O) => number;
   /** Date of the data behind a result (AAAA-MM-JJ or ISO 8601); the time of the response when absent. */
   dataDate?: (output: O) => string | null;
+  /**
+   * A task operation: its output is the task envelope with the task's own `credits` block (reserved when the task
+   * starts, debited on success, given back on failure), so the pipeline neither bills nor adds a block; a POST
+   * answers 202 with `Location` while the task runs, 200 once it has ended.
+   */
+  task?: boolean;
   /** Error codes specific to this operation, documented in its description (the common set is always documented). */
   errors?: ErrorCode[];
   handler: (input: z.output<S>, ctx: OperationContext) => Promise<O>;

@@ -33,7 +33,7 @@ export type ErrorCode = keyof typeof ERRORS;
 /** A field-by-field detail of a 400 parametres_invalides. */
 export interface FieldError {
   champ: string;
-  emplacement: 'chemin' | 'requete' | 'corps';
+  emplacement: 'chemin' | 'requete' | 'corps' | 'entete';
   message: string;
 }
 

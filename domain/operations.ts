@@ -1,7 +1,8 @@
 import type { Operation } from './catalogue.ts';
 import { compteOperations } from './compte/operations.ts';
+import { pluOperations } from './plu/operations.ts';
 import { taxeAmenagement } from './urbanisme/taxe-amenagement.ts';
 import { webhookOperations } from './webhooks/operations.ts';
 
 /** The catalogue: every operation the API serves, declared once in its domain. */
-export const OPERATIONS = [...compteOperations, taxeAmenagement, ...webhookOperations] as Operation[];
+export const OPERATIONS = [...compteOperations, ...pluOperations, taxeAmenagement, ...webhookOperations] as Operation[];

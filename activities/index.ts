@@ -1,0 +1,194 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { createHash } from 'node:crypto';
+import type { Db } from '../db/client.ts';
+import {
+  buildResult,
+  loadRules,
+  locate,
+  PluError,
+  readZone,
+  type DocumentLu,
+  type LectureFaite,
+  type LieuPlu,
+  type PluInput,
+} from '../domain/plu/service.ts';
+import { completeTask, failTask, markRunning, type TaskRow } from '../domain/taches/taches.ts';
+import {
+  claimDelivery,
+  recordDeliveryOutcome,
+  sendDelivery,
+  buildDeliveryBody,
+} from '../domain/webhooks/deliveries.ts';
+import { enqueueEvent } from '../domain/webhooks/evenements.ts';
+import { ModelError, type Model } from '../lib/model.ts';
+import type { OutboundHttp } from '../lib/outbound-http.ts';
+
+export interface ActivityDeps {
+  db: Db;
+  model: Model | null;
+  outbound: OutboundHttp;
+  /** Model readings at once in this worker; beyond it they wait their turn (and keep heartbeating). */
+  modelConcurrency: number;
+}
+
+/** Failures of the domain become Temporal failures whose type is the task's stable `erreur.code`. */
+function asFailure(error: unknown): unknown {
+  if (error instanceof PluError) {
+    return ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !error.retryable });
+  }
+  if (error instanceof ModelError) {
+    const type =
+      error.kind === 'refus'
+        ? 'modele_refus'
+        : error.kind === 'configuration'
+          ? 'modele_non_configure'
+          : 'modele_indisponible';
+    return ApplicationFailure.create({ type, message: `Modèle : ${error.message}`, nonRetryable: !error.retryable });
+  }
+  return error;
+}
+
+function createSemaphore(size: number) {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    if (active >= size) await new Promise<void>((resolve) => waiting.push(resolve));
+    active += 1;
+    try {
+      return await work();
+    } finally {
+      active -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+async function taskRow(db: Db, id: string): Promise<TaskRow> {
+  const { rows } = await db.query<TaskRow>('SELECT * FROM taches WHERE id = $1', [id]);
+  if (!rows[0]) throw ApplicationFailure.nonRetryable(`Tâche ${id} absente`, 'entree_invalide');
+  return rows[0];
+}
+
+/** The end of a task, as delivered to subscribers: the task, never its result (read it at `resultat_url`). */
+async function announceEnd(db: Db, id: string): Promise<string[]> {
+  const task = await taskRow(db, id);
+  const genre = task.statut === 'terminee' ? 'tache.terminee' : 'tache.echouee';
+  return enqueueEvent(db, {
+    organisationId: task.organisation_id,
+    genre,
+    evenement: `${genre}:${id}`,
+    alsoUrl: task.webhook,
+    donnees: {
+      tache: {
+        id,
+        operation: task.operation,
+        statut: task.statut,
+        termine_le: task.termine_le ? new Date(task.termine_le).toISOString() : null,
+        resultat_url: `/api/v1/urbanisme/reglements/${id}`,
+      },
+      erreur: task.erreur,
+    },
+  });
+}
+
+/** Every activity of the service, over narrow dependencies (tests pass their own). */
+export function createActivities(deps: ActivityDeps) {
+  const { db } = deps;
+  const modelSlot = createSemaphore(deps.modelConcurrency);
+
+  return {
+    async commencerTache(tacheId: string): Promise<void> {
+      await markRunning(db, tacheId);
+    },
+
+    async localiserZonePlu(tacheId: string): Promise<LieuPlu> {
+      const task = await taskRow(db, tacheId);
+      return locate(db, task.entree as PluInput).catch((e) => Promise.reject(asFailure(e)));
+    },
+
+    async chargerReglement(url: string): Promise<DocumentLu> {
+      return loadRules(deps, url).catch((e) => Promise.reject(asFailure(e)));
+    },
+
+    async lireZonePlu({ document, zone }: { document: DocumentLu; zone: string }): Promise<LectureFaite> {
+      const context = Context.current();
+      // The reading is one long call: the heartbeat says the worker is alive, and carries cancellation back.
+      const beat = setInterval(() => context.heartbeat(), 2000);
+      try {
+        return await modelSlot(() => readZone({ ...deps, signal: context.cancellationSignal }, document, zone));
+      } catch (error) {
+        throw asFailure(error);
+      } finally {
+        clearInterval(beat);
+      }
+    },
+
+    async terminerLirePlu(args: {
+      tacheId: string;
+      lieu: LieuPlu;
+      document: DocumentLu | null;
+      lecture: LectureFaite | null;
+    }): Promise<string[]> {
+      const task = await taskRow(db, args.tacheId);
+      const { resultat, debit } = await buildResult(
+        db,
+        task.entree as PluInput,
+        args.lieu,
+        args.document,
+        args.lecture,
+      );
+      // The same rules again within 24 h are not debited: the fingerprint leaves out how they were obtained.
+      const { lecture: _lecture, ...substance } = resultat;
+      const fingerprint = createHash('sha256')
+        .update(`lire_plu\0${JSON.stringify(substance)}`)
+        .digest('base64url');
+      await completeTask(db, args.tacheId, resultat, { debit, fingerprint });
+      return announceEnd(db, args.tacheId);
+    },
+
+    async echouerTache(args: { tacheId: string; code: string; detail: string }): Promise<string[]> {
+      await failTask(db, args.tacheId, { code: args.code, detail: args.detail });
+      return announceEnd(db, args.tacheId);
+    },
+
+    async tenterLivraison(args: { livraisonId: string; tentative: number; derniere: boolean }) {
+      const now = new Date();
+      const delivery = await claimDelivery(db, args.livraisonId, now);
+      if (!delivery) return { termine: true, statut: 'abandonnee' };
+      const attempt = await sendDelivery(deps.outbound, {
+        url: delivery.url,
+        secret: delivery.secret,
+        id: delivery.id,
+        genre: delivery.genre,
+        body: buildDeliveryBody({ id: delivery.id, genre: delivery.genre, le: delivery.le, donnees: delivery.donnees }),
+        now,
+      });
+      const recorded = await recordDeliveryOutcome(db, {
+        livraisonId: args.livraisonId,
+        tentative: args.tentative,
+        reussi: attempt.reussi,
+        reponse: attempt.statut_http,
+        erreur: attempt.erreur,
+        derniere: args.derniere,
+        le: now,
+      });
+      const statut = recorded.statut ?? (attempt.reussi ? 'livree' : 'echec');
+      return { termine: attempt.reussi || args.derniere || recorded.coupe, statut };
+    },
+
+    async noterLivraisonPerdue(args: { livraisonId: string; tentative: number; derniere: boolean }) {
+      const recorded = await recordDeliveryOutcome(db, {
+        livraisonId: args.livraisonId,
+        tentative: args.tentative,
+        reussi: false,
+        reponse: null,
+        erreur: 'La tentative n’a pas pu être menée à son terme.',
+        derniere: args.derniere,
+        le: new Date(),
+      });
+      return { termine: args.derniere || recorded.coupe, statut: recorded.statut ?? 'echec' };
+    },
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,226 @@
+import { z } from 'zod';
+import { CreditsSchema, defineOperation, type OperationContext } from '../catalogue.ts';
+import { ApiError, invalidField } from '../errors.ts';
+import { balanceOf } from '../platform/ledger.ts';
+import { createTask, envelopeOf, MAX_WAIT_S, readTask, taskEnvelopeSchema, type TaskRow } from '../taches/taches.ts';
+import { subscriptionOfUrl } from '../webhooks/evenements.ts';
+import { FORMES, NATURES_PROJET, THEMES } from './lecture.ts';
+
+const QualiteSchema = z.object({
+  n: z.number().int().min(0).nullable(),
+  provenance: z.enum(['mesure', 'estime']).nullable(),
+  incertitude: z
+    .object({ demi_largeur_pct: z.number().nullable(), bas: z.number().nullable(), haut: z.number().nullable() })
+    .nullable(),
+  drapeaux: z.array(z.string()),
+  methode: z.string().nullable(),
+  donnees_du: z.string().nullable(),
+  source: z.string(),
+});
+
+const RegleSchema = z.object({
+  theme: z.enum(THEMES),
+  objets: z.array(z.string()).describe('Constructions visées ; vide : toutes.'),
+  secteurs: z.array(z.string()),
+  exceptions: z.string().nullable(),
+  forme: z.enum(FORMES),
+  valeur: z.number().nullable(),
+  unite: z.string().nullable(),
+  diviseur: z.number().nullable().describe('Distance au moins égale à la hauteur divisée par ce nombre.'),
+  minimum_m: z.number().nullable(),
+  conditions: z.string().nullable(),
+  mesure: z.string().nullable(),
+  resume: z.string(),
+  citation: z.string().describe('Texte exact du règlement, retrouvé par le service sur la page indiquée.'),
+  article: z.string().nullable(),
+  page: z.number().int().min(1).describe('Page du PDF (1 = première page).'),
+  a_confirmer: z.boolean().describe('Citation trouvée hors du chapitre de la zone.'),
+  reserves: z.array(z.string()),
+  lien: z.string().nullable(),
+  portee: z.enum(['specifique', 'generale']).nullable(),
+});
+
+const CitedSchema = {
+  citation: z.string(),
+  page: z.number().int().min(1),
+  a_confirmer: z.boolean(),
+  lien: z.string().nullable(),
+};
+
+export const PluResultSchema = z.object({
+  adresse: z.object({
+    libelle: z.string(),
+    insee: z.string().nullable(),
+    precision: z.enum(['numero', 'voie', 'lieu_dit', 'point', 'autre']),
+    lat: z.number(),
+    lon: z.number(),
+  }),
+  statut: z.enum(['lu', 'scanne', 'zone_absente']),
+  message: z.string().nullable(),
+  zone: z.object({
+    code: z.string().nullable(),
+    libelle: z.string().nullable(),
+    type_document: z.string().nullable(),
+    document: z.string().nullable(),
+    approuve_le: z.string().nullable(),
+  }),
+  autres_zones: z.array(z.string()),
+  reglement_url: z.string().nullable(),
+  filtre: z.object({ themes: z.array(z.enum(THEMES)), nature_projet: z.enum(NATURES_PROJET).nullable() }),
+  regles: z.array(RegleSchema),
+  definitions: z.array(z.object({ terme: z.string(), resume: z.string(), ...CitedSchema })),
+  renvois: z.array(z.object({ vers: z.string(), objet: z.string(), ...CitedSchema })),
+  non_trouve: z.array(z.object({ theme: z.enum(THEMES), raison: z.string() })),
+  citations_ecartees: z.number().int().min(0).describe('Citations du modèle introuvables dans le texte : écartées.'),
+  lecture: z
+    .object({
+      modele: z.string().nullable(),
+      extrait_le: z.string().nullable(),
+      pages_pdf: z.number().int(),
+      depuis_cache: z.boolean(),
+    })
+    .nullable(),
+  limites: z.array(z.string()),
+  qualite: QualiteSchema,
+});
+
+const PluEnvelopeSchema = taskEnvelopeSchema(PluResultSchema).extend({ credits: CreditsSchema });
+
+const attendre = z.coerce
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_WAIT_S)
+  .default(0)
+  .describe('Secondes d’attente de la fin de la tâche (0-60) avant de répondre.');
+
+const RESULT_PATH = (id: string) => `/api/v1/urbanisme/reglements/${id}`;
+
+async function served(row: TaskRow, ctx: OperationContext, restants?: number | null) {
+  const balance =
+    restants !== undefined
+      ? restants
+      : ctx.caller.sandbox
+        ? null
+        : (await balanceOf(ctx.services.db, ctx.caller.organisationId, ctx.caller.cleId)).restants;
+  const { envelope, credits } = envelopeOf(row, RESULT_PATH, balance);
+  return { ...envelope, credits } as z.infer<typeof PluEnvelopeSchema>;
+}
+
+async function waitFor(row: TaskRow, seconds: number, ctx: OperationContext): Promise<TaskRow> {
+  if (seconds <= 0 || row.statut === 'terminee' || row.statut === 'echouee') return row;
+  await ctx.services.tasks!.wait(row.id, seconds * 1000);
+  return (await readTask(ctx.services.db, row.id, ctx.caller.organisationId)) ?? row;
+}
+
+export const lirePlu = defineOperation({
+  tool: 'lire_plu',
+  method: 'POST',
+  path: '/urbanisme/reglements',
+  summary: 'Règles écrites du PLU à un point, citations vérifiées',
+  description: `Lit le règlement écrit (PDF) de la zone du PLU ou PLUi qui couvre le point et en donne les règles par thème, chacune avec sa valeur, son article, sa page et la **citation exacte, retrouvée par le service dans le texte du PDF** : une citation introuvable est écartée et comptée (\`citations_ecartees\`) ; trouvée hors du chapitre de la zone, la règle porte \`a_confirmer\`.
+
+La réponse est une tâche (202 et \`Location\`) ; \`attendre\` (0-60 s) attend sa fin. Les crédits (60) sont réservés au départ, débités au succès, rendus en cas d'échec ; rien n'est débité sans règle à lire (\`zone_absente\`, \`scanne\`, pas de règlement publié) ni pour un résultat identique servi dans les 24 h.
+
+Décisions :
+- Le point (\`lat\`, \`lon\`) est requis tant que la base d'adresses n'est pas chargée : \`cle_ban\` ou \`q\` seuls répondent 404 \`adresse_introuvable\`.
+- Une zone déjà lue dans le même document (même contenu) vient du cache des lectures (\`lecture.depuis_cache\`), sans appel au modèle. Au plus \`MODEL_CONCURRENCY\` lectures par worker en même temps (2 par défaut) : au-delà, elles attendent leur tour.
+- \`Idempotency-Key\` : la même clé et le même corps (hors \`attendre\`) rendent la même tâche ; un autre corps avec la même clé répond 409 \`conflit\`.
+- \`webhook\` : appelé à la fin de la tâche, signé avec le secret de l'abonnement de l'organisation à cette même URL (créez-le par \`POST /webhooks\`, il donne le secret) ; une URL sans abonnement actif est refusée (400). La livraison porte la tâche et \`resultat_url\`, pas le résultat.
+- Le résultat est gardé ${7} jours après la création de la tâche (\`expire_le\`).`,
+  credits: 60,
+  unit: 'appel',
+  scope: 'plu',
+  tier: 'usage',
+  sandbox: false,
+  cacheS: 0,
+  timeoutS: 300,
+  task: true,
+  errors: ['adresse_introuvable', 'conflit', 'service_indisponible'],
+  input: z
+    .object({
+      cle_ban: z.string().min(1).max(100).optional(),
+      q: z.string().min(5).max(200).optional(),
+      code_postal: z
+        .string()
+        .regex(/^\d{5}$/)
+        .optional(),
+      lat: z.number().min(-90).max(90).optional(),
+      lon: z.number().min(-180).max(180).optional(),
+      themes: z.array(z.enum(THEMES)).min(1).max(10).optional(),
+      nature_projet: z.enum(NATURES_PROJET).optional(),
+      attendre,
+      webhook: z
+        .url({ protocol: /^https?$/ })
+        .max(500)
+        .optional(),
+    })
+    .strict(),
+  output: PluEnvelopeSchema,
+  async handler(input, ctx) {
+    if (!ctx.services.tasks) {
+      throw new ApiError('service_indisponible', 'Le moteur des tâches n’est pas configuré (TEMPORAL_ADDRESS).');
+    }
+    if ((input.lat === undefined) !== (input.lon === undefined)) {
+      throw invalidField(input.lat === undefined ? 'lat' : 'lon', 'lat et lon vont ensemble.');
+    }
+    if (input.lat === undefined) {
+      if (input.cle_ban || input.q) {
+        throw new ApiError('adresse_introuvable', 'Adresse introuvable : donnez le point (lat, lon) de l’adresse.');
+      }
+      throw invalidField('lat', 'Donnez un point (lat, lon), une clé BAN (cle_ban) ou une adresse (q).');
+    }
+    if (input.webhook) {
+      await ctx.services.outbound.checkUrl(input.webhook).catch((error: Error) => {
+        throw invalidField('webhook', `Adresse refusée : ${error.message}`);
+      });
+      if (!(await subscriptionOfUrl(ctx.services.db, ctx.caller.organisationId, input.webhook))) {
+        throw invalidField(
+          'webhook',
+          'Aucun abonnement actif à cette URL : créez-le par POST /webhooks (il donne le secret de signature).',
+        );
+      }
+    }
+    const { attendre: wait, webhook, ...task } = input;
+    const { row, restants } = await createTask(
+      { db: ctx.services.db, engine: ctx.services.tasks },
+      {
+        operation: 'lire_plu',
+        caller: ctx.caller,
+        input: task,
+        credits: 60,
+        webhook: webhook ?? null,
+        clientKey: ctx.idempotencyKey ?? null,
+      },
+    );
+    const current = await waitFor(row, wait, ctx);
+    return served(current, ctx, current === row && restants !== null ? restants : undefined);
+  },
+});
+
+export const resultatLirePlu = defineOperation({
+  tool: 'resultat_lire_plu',
+  method: 'GET',
+  path: '/urbanisme/reglements/{tache}',
+  summary: 'État et résultat d’une lecture de PLU',
+  description: `L'enveloppe de la tâche : statut, résultat complet une fois \`terminee\`, erreur si \`echouee\` (crédits alors rendus). \`attendre\` (0-60 s) attend la fin. Le bloc \`credits\` est celui de la tâche (réservés, débités ou rendus) ; cette lecture elle-même ne coûte rien. Une tâche d'une autre organisation, ou expirée, est absente (404 \`ressource_absente\`).`,
+  credits: 0,
+  unit: 'appel',
+  scope: 'plu',
+  tier: 'usage',
+  sandbox: true,
+  cacheS: 0,
+  timeoutS: 5,
+  task: true,
+  errors: ['ressource_absente'],
+  input: z.object({ tache: z.string().min(1).max(100), attendre }),
+  output: PluEnvelopeSchema,
+  async handler(input, ctx) {
+    const row = await readTask(ctx.services.db, input.tache, ctx.caller.organisationId);
+    if (!row || row.operation !== 'lire_plu') throw new ApiError('ressource_absente', `Aucune tâche ${input.tache}.`);
+    const current = ctx.services.tasks ? await waitFor(row, input.attendre, ctx) : row;
+    return served(current, ctx);
+  },
+});
+
+export const pluOperations = [lirePlu, resultatLirePlu];

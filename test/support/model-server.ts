@@ -1,0 +1,167 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One scripted answer of the model server. */
+export type ModelReply =
+  /** A structured answer: `json` serialised as the assistant message content. */
+  | { json: unknown }
+  /** Raw assistant content (e.g. malformed JSON); `finishReason` defaults to stop. */
+  | { content: string; finishReason?: 'stop' | 'length' | 'content_filter' }
+  | { refusal: string }
+  /** An HTTP error; `body` defaults to an OpenAI-shaped error. */
+  | { status: number; body?: unknown }
+  | { delayMs: number; then: ModelReply }
+  /** Never answers: the client's time-out must end the call. */
+  | { hang: true };
+
+/** The body of a Chat Completions request, as the client sent it. */
+export type ChatRequestBody = Record<string, any>;
+
+export type ModelHandler = (body: ChatRequestBody) => ModelReply | Promise<ModelReply>;
+
+export interface ModelServer {
+  /** Base URL for the SDK, ending in /v1. */
+  url: string;
+  /** Every chat completion request body received, in order. */
+  requests: ChatRequestBody[];
+  /** Replies served first, in order, before the handler is asked. */
+  enqueue(...replies: ModelReply[]): void;
+  setHandler(handler: ModelHandler | undefined): void;
+  close(): Promise<void>;
+}
+
+export const MODEL_SERVER_MODEL = 'modele-test';
+
+/** Every text of a chat request's messages, joined: what a handler searches to build an answer from the prompt. */
+export function promptText(body: ChatRequestBody): string {
+  const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
+  return messages
+    .flatMap((m) => (typeof m.content === 'string' ? [m.content] : Array.isArray(m.content) ? m.content : []))
+    .map((part) => (typeof part === 'string' ? part : part?.type === 'text' ? part.text : ''))
+    .join('\n');
+}
+
+/**
+ * A scripted OpenAI-compatible server on 127.0.0.1 (random port): POST /v1/chat/completions answers from the queue,
+ * then from the handler, else 500; GET /v1/models lists one model. `script` fills the queue or sets the handler.
+ */
+export async function startModelServer(script?: ModelReply[] | ModelHandler): Promise<ModelServer> {
+  const queue: ModelReply[] = Array.isArray(script) ? [...script] : [];
+  let handler: ModelHandler | undefined = typeof script === 'function' ? script : undefined;
+  const requests: ChatRequestBody[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  let counter = 0;
+
+  const sendJson = (res: http.ServerResponse, status: number, payload: unknown) => {
+    if (res.destroyed) return;
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(payload));
+  };
+
+  const errorBody = (message: string, type: string, code: string | null = null) => ({
+    error: { message, type, param: null, code },
+  });
+
+  const completion = (body: ChatRequestBody, message: Record<string, unknown>, finishReason: string) => ({
+    id: `chatcmpl-test-${++counter}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: typeof body.model === 'string' ? body.model : MODEL_SERVER_MODEL,
+    choices: [{ index: 0, message: { role: 'assistant', ...message }, logprobs: null, finish_reason: finishReason }],
+    usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
+  });
+
+  const serve = (res: http.ServerResponse, body: ChatRequestBody, reply: ModelReply): void => {
+    if ('hang' in reply) return;
+    if ('delayMs' in reply) {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        serve(res, body, reply.then);
+      }, reply.delayMs);
+      timers.add(timer);
+      return;
+    }
+    if ('status' in reply) {
+      const type =
+        reply.status === 429 ? 'rate_limit_exceeded' : reply.status >= 500 ? 'server_error' : 'invalid_request_error';
+      sendJson(res, reply.status, reply.body ?? errorBody(`Erreur simulée ${reply.status}`, type));
+      return;
+    }
+    if ('refusal' in reply) {
+      sendJson(res, 200, completion(body, { content: null, refusal: reply.refusal }, 'stop'));
+      return;
+    }
+    const content = 'json' in reply ? JSON.stringify(reply.json) : reply.content;
+    const finishReason = 'finishReason' in reply && reply.finishReason ? reply.finishReason : 'stop';
+    sendJson(res, 200, completion(body, { content, refusal: null }, finishReason));
+  };
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (req.method === 'GET' && url.pathname === '/v1/models') {
+      sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: MODEL_SERVER_MODEL, object: 'model', created: 0, owned_by: 'tests' }],
+      });
+      return;
+    }
+    if (req.method !== 'POST' || url.pathname !== '/v1/chat/completions') {
+      sendJson(
+        res,
+        404,
+        errorBody(`${req.method} ${url.pathname} : inconnu du serveur de test`, 'invalid_request_error'),
+      );
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let body: ChatRequestBody;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        sendJson(res, 400, errorBody('Corps de requête JSON illisible', 'invalid_request_error'));
+        return;
+      }
+      requests.push(body);
+      const queued = queue.shift();
+      const next: Promise<ModelReply> = queued
+        ? Promise.resolve(queued)
+        : handler
+          ? Promise.resolve().then(() => handler!(body))
+          : Promise.resolve({
+              status: 500,
+              body: errorBody(
+                'Serveur de modèle de test : aucune réponse prévue (file vide, pas de handler)',
+                'server_error',
+                'no_scripted_reply',
+              ),
+            });
+      next.then(
+        (reply) => serve(res, body, reply),
+        (error: unknown) =>
+          sendJson(res, 500, errorBody(`Handler du serveur de test en échec : ${error}`, 'server_error')),
+      );
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    enqueue: (...replies) => void queue.push(...replies),
+    setHandler: (next) => void (handler = next),
+    close: async () => {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      // Hanging replies keep their sockets open: close() would wait for them forever.
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Activities } from '../activities/index.ts';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface RunningWorker {
+  /** Resolves when the worker has stopped. */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A Temporal worker running the service's workflows and activities until `stop()`. */
+export async function startWorker(options: {
+  address: string;
+  activities: Activities;
+  taskQueue: string;
+  maxConcurrentActivities?: number;
+}): Promise<RunningWorker> {
+  const connection = await NativeConnection.connect({ address: options.address });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: options.taskQueue,
+    workflowsPath: WORKFLOWS_PATH,
+    activities: options.activities,
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 20,
+    // Activities get this long to finish once a shutdown starts before they are cancelled.
+    shutdownGraceTime: '10 seconds',
+  });
+  const done = worker.run().finally(() => connection.close());
+  return {
+    done,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}

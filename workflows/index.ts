@@ -1,0 +1,3 @@
+// Every workflow of the service, one per file; the worker bundles this module.
+export { lirePlu } from './lire-plu.ts';
+export { livrerWebhook } from './livrer-webhook.ts';
