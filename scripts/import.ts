@@ -4,7 +4,8 @@ import { parseArgs } from 'node:util';
 import { createDb, type Db } from '../db/client.ts';
 import { connectDataDir } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
-import { importZonage, ZonageImportError, type ZonageImportReport } from '../domain/urbanisme/zonage-import.ts';
+import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
+import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { loadConfig } from '../lib/config.ts';
 
 /**
@@ -13,26 +14,8 @@ import { loadConfig } from '../lib/config.ts';
  * of the import), migrated first.
  */
 
-interface ImportOptions {
-  sandbox: boolean;
-  baseUrl?: string;
-  onProgress: (progress: { lus: number; gardes: number }) => void;
-}
-
-interface Source {
-  description: string;
-  run(db: Db, chemin: string, options: ImportOptions): Promise<ZonageImportReport>;
-}
-
-/** One entry per importer; adding a source is adding a line here. */
-const SOURCES: Record<string, Source> = {
-  gpu: {
-    description:
-      'zonage du Géoportail de l’Urbanisme : dossier de dépôt (ZONE_URBA .shp/.dbf/.prj/.cpg, DOC_URBA .dbf) ou FeatureCollection GeoJSON en WGS84',
-    run: (db, chemin, { sandbox, baseUrl, onProgress }) =>
-      importZonage(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', baseUrl, onProgress }),
-  },
-};
+/** One entry per importer; adding a source is adding it to this list. */
+const SOURCES: Record<string, ImportSource> = Object.fromEntries([gpuSource].map((source) => [source.name, source]));
 
 const USAGE = `Usage : npm run import -- <source> <chemin> [--sandbox] [--base-url URL]
 
@@ -55,7 +38,7 @@ function usage(message?: string): never {
   process.exit(message ? 1 : 0);
 }
 
-function printReport(name: string, report: ZonageImportReport, dataset: string): void {
+function printReport(name: string, report: ImportReport, dataset: string): void {
   const rejetes = report.lus - report.gardes;
   const lines = [
     `Import ${name} terminé (${dataset}) : ${report.source}`,
@@ -64,8 +47,7 @@ function printReport(name: string, report: ZonageImportReport, dataset: string):
     `  rejetés   : ${rejetes}`,
     ...report.rejetes.slice(0, 20).map((r) => `    n° ${r.ligne} : ${r.motif}`),
     ...(rejetes > 20 ? [`    … et ${rejetes - 20} autres`] : []),
-    `  documents : ${report.documents.length}${report.documents.length ? ` (${report.documents.slice(0, 10).join(', ')}${report.documents.length > 10 ? ', …' : ''})` : ''}`,
-    `  zones     : ${report.zones.ajoutees} ajoutées, ${report.zones.modifiees} modifiées, ${report.zones.inchangees} inchangées, ${report.zones.supprimees} supprimées`,
+    ...report.details.map((line) => `  ${line}`),
   ];
   console.log(lines.join('\n'));
 }
@@ -92,7 +74,7 @@ async function main(): Promise<number> {
   if (!source) usage(`source inconnue « ${name} » (connues : ${Object.keys(SOURCES).join(', ')}).`);
   const fullPath = path.resolve(chemin);
   // Said before any database is started: the most frequent mistake costs nothing.
-  if (!existsSync(fullPath)) throw new ZonageImportError(`chemin introuvable : ${fullPath}`);
+  if (!existsSync(fullPath)) throw new ImportError(`chemin introuvable : ${fullPath}`);
 
   const config = loadConfig();
   const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
@@ -124,7 +106,7 @@ try {
   code = await main();
 } catch (error) {
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
-  const known = error instanceof ZonageImportError;
+  const known = error instanceof ImportError || error instanceof ZonageImportError;
   console.error(
     `Erreur : ${known ? error.message : `import interrompu : ${(error as Error).message ?? String(error)}`}`,
   );

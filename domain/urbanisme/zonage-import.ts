@@ -1,3 +1,4 @@
+import type { ImportSource } from '../import/source.ts';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open as openFile, readdir, readFile, stat } from 'node:fs/promises';
@@ -869,3 +870,24 @@ export async function importZonage(
     client.release();
   }
 }
+
+/** The `gpu` source of the importers' CLI. */
+export const gpuSource: ImportSource = {
+  name: 'gpu',
+  description:
+    'zonage du Géoportail de l’Urbanisme : dossier de dépôt (ZONE_URBA .shp/.dbf/.prj/.cpg, DOC_URBA .dbf) ou FeatureCollection GeoJSON en WGS84',
+  async run(db, chemin, { sandbox, baseUrl, onProgress }) {
+    const report = await importZonage(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', baseUrl, onProgress });
+    const docs = report.documents;
+    return {
+      source: report.source,
+      lus: report.lus,
+      gardes: report.gardes,
+      rejetes: report.rejetes,
+      details: [
+        `documents : ${docs.length}${docs.length ? ` (${docs.slice(0, 10).join(', ')}${docs.length > 10 ? ', …' : ''})` : ''}`,
+        `zones     : ${report.zones.ajoutees} ajoutées, ${report.zones.modifiees} modifiées, ${report.zones.inchangees} inchangées, ${report.zones.supprimees} supprimées`,
+      ],
+    };
+  },
+};
