@@ -129,7 +129,8 @@ function operationObject(operation: Operation) {
     `**Bac à sable** ${operation.sandbox ? 'oui' : 'non'} · **Cache** ${operation.cacheS > 0 ? `${operation.cacheS} s` : 'jamais'} · **Délai** ${operation.timeoutS} s${operation.personalKey ? ' · **Clé personnelle requise**' : ''}`,
   ].join('  \n');
   return {
-    operationId: operation.tool,
+    operationId: operation.variant ? `${operation.tool}_${operation.variant}` : operation.tool,
+    'x-svc-outil': operation.tool,
     summary: operation.summary,
     description: `${meta}\n\n${operation.description}`,
     tags: [operation.scope],

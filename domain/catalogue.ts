@@ -82,6 +82,11 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   method: 'GET' | 'POST' | 'PATCH';
   /** Path under /api/v1, `{name}` for path parameters. */
   path: string;
+  /**
+   * A second path of the same tool (e.g. `parcelle` for `/parcelles/{id_parcelle}/ventes`): declared as an operation
+   * of its own with the same `tool`; its operationId is `<tool>_<variant>`.
+   */
+  variant?: string;
   summary: string;
   description: string;
   credits: number;

@@ -27,7 +27,10 @@ describe('the OpenAPI description', () => {
     expect(doc.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
     expect(doc.info.version).toBe('1.2.0');
     const ops = Object.values(doc.paths).flatMap((p) => Object.values(p as object)) as Record<string, any>[];
-    expect(ops.map((o) => o.operationId).sort()).toEqual(OPERATIONS.map((o) => o.tool).sort());
+    expect(ops.map((o) => o.operationId).sort()).toEqual(
+      OPERATIONS.map((o) => (o.variant ? `${o.tool}_${o.variant}` : o.tool)).sort(),
+    );
+    expect(new Set(ops.map((o) => o.operationId)).size).toBe(ops.length);
     for (const op of ops) {
       expect(op['x-svc-credits'], op.operationId).toBeTypeOf('number');
       expect(['usage', 'data', 'contrat']).toContain(op['x-svc-palier-minimal']);
