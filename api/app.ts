@@ -34,7 +34,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: false,
     return503OnClosing: true,
     // Long enough for every documented path parameter: the operation's own validation then says what is wrong.
-    maxParamLength: 1000,
+    routerOptions: { maxParamLength: 1000 },
     // Errors of the router itself (bad URL, parameter too long) leave as problems like the others.
     frameworkErrors: (error, request, reply) => handleError(error, request, reply, config.BODY_LIMIT_BYTES),
   });

@@ -6,16 +6,14 @@
  * (stated page right, off by one, or unknown) and 2 000 invented ones (a real passage with a number or a word
  * changed: the worst case, as each one is searched on its page, the neighbours, the chapter and then everywhere).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { format, resolveConfig } from 'prettier';
+import { machine, writeSection } from './results.ts';
 import { locateZoneChapter } from '../domain/plu/chapters.ts';
 import { createQuotationIndex, MIN_QUOTATION_CHARS, normalizeForComparison } from '../domain/plu/citations.ts';
 import { extractPages } from '../domain/plu/pdf-text.ts';
 
 const PDF = path.resolve('../shared/data/plu_pdf/latresne_33234_reglement_first.pdf');
-const RESULTS = path.resolve(import.meta.dirname, 'RESULTS.md');
 const RUNS = 5;
 const QUOTATIONS = 2000;
 
@@ -107,12 +105,7 @@ const inventedRun = check(invented);
 const total = realRun.ms + inventedRun.ms;
 const mixedPerSecond = ((real.length + invented.length) / total) * 1000;
 
-const cpus = os.cpus();
-const date = new Date().toISOString().slice(0, 10);
-const machine = `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
-const section = `## PDF text and quotations — ${date}
-
-Machine: ${machine}.
+const section = `Machine: ${machine()}.
 Document: Latresne PLU rules, ${pages.length} pages, ${round(bytes.length / 1024)} KiB, ${pages.join('').length} characters extracted.
 
 | measure | value |
@@ -132,17 +125,4 @@ page right (70 %), off by one (20 %) or unknown (10 %), checked against the zone
 or a word changed.
 `;
 
-const previous = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# Benchmark results\n';
-const heading = /^## PDF text and quotations\b.*$/m;
-let next: string;
-const at = previous.search(heading);
-if (at >= 0) {
-  const rest = previous.slice(at + 1);
-  const end = rest.search(/^## /m);
-  next = previous.slice(0, at) + section + (end >= 0 ? '\n' + rest.slice(end) : '');
-} else {
-  next = `${previous.trimEnd()}\n\n${section}`;
-}
-// Kept in the project's Markdown style (aligned tables), so that `prettier --check` stays clean.
-writeFileSync(RESULTS, await format(next, { ...(await resolveConfig(RESULTS)), filepath: RESULTS }));
-console.log(section);
+await writeSection('PDF text and quotations', section);

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { Activities } from '../activities/index.ts';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -10,6 +10,18 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
+let runtimeReady = false;
+/** The SDK's runtime is per process and installed once: warnings and errors only (no bundler statistics). */
+function installRuntime() {
+  if (runtimeReady) return;
+  runtimeReady = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Already installed by the host process (a test harness, another worker): keep its settings.
+  }
+}
+
 /** A Temporal worker running the service's workflows and activities until `stop()`. */
 export async function startWorker(options: {
   address: string;
@@ -17,6 +29,7 @@ export async function startWorker(options: {
   taskQueue: string;
   maxConcurrentActivities?: number;
 }): Promise<RunningWorker> {
+  installRuntime();
   const connection = await NativeConnection.connect({ address: options.address });
   const worker = await Worker.create({
     connection,
