@@ -86,7 +86,7 @@ for (let i = 0; i < N; i++) {
 
 const delays: number[] = [];
 for (let i = 0; i < 50; i++) {
-  const started = await (
+  const started: any = await (
     await fetch(`${base}/api/v1/urbanisme/reglements`, { method: 'POST', headers, body: body(N + i) })
   ).json();
   const res = await fetch(`${base}${started.tache.resultat_url}?attendre=30`, { headers });
