@@ -1,6 +1,6 @@
 /**
  * CI smoke of the embedded default: through the admin API, an organisation with every scope and a personal key;
- * one authenticated call must succeed. Prints `SVC_CLE=<key>` for the schemathesis run that follows.
+ * one authenticated call and one task (Temporal workflow run by the worker) must succeed. Prints `SVC_CLE=<key>` for the schemathesis run that follows.
  */
 import { SCOPES } from '../domain/catalogue.ts';
 
@@ -26,4 +26,12 @@ const key = await call('POST', `/admin/v1/organisations/${org.id}/cles`, admin, 
 const profile = await call('GET', '/api/v1/compte/profil', { authorization: `Bearer ${key.cle}` });
 if (!('existe' in profile) || !('credits' in profile))
   throw new Error(`unexpected profile: ${JSON.stringify(profile)}`);
+// A long operation end to end: the api starts a workflow, the worker runs it, `attendre` returns its end.
+const task = await call(
+  'POST',
+  '/api/v1/urbanisme/reglements',
+  { authorization: `Bearer ${key.cle}`, 'content-type': 'application/json' },
+  { lat: 45.5, lon: 1.5, attendre: 30 },
+);
+if (task.tache?.statut !== 'terminee') throw new Error(`task not ended: ${JSON.stringify(task)}`);
 console.log(`SVC_CLE=${key.cle}`);
