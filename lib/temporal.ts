@@ -40,6 +40,9 @@ export function createTemporalEngine(
         args: [{ tacheId: task.id, delaisLivraisonS: options.delaisLivraisonS }],
       });
     },
+    async cancel(taskId) {
+      await client.workflow.getHandle(taskId).cancel();
+    },
     async wait(taskId, ms) {
       if (ms <= 0) return;
       const controller = new AbortController();

@@ -75,6 +75,56 @@ export interface TaskEngine {
   start(task: { id: string; operation: string }): Promise<void>;
   /** Resolves when the task has ended or after `ms`, whichever comes first. */
   wait(taskId: string, ms: number): Promise<void>;
+  /** Asks a running task to stop (its activities are cancelled; its workflow cleans up). */
+  cancel(taskId: string): Promise<void>;
+}
+
+/** A synchronous long operation failed: `erreur` is the task's {code, detail}. */
+export class SyncTaskFailed extends Error {
+  readonly erreur: z.infer<typeof TaskErrorSchema>;
+  constructor(erreur: z.infer<typeof TaskErrorSchema>) {
+    super(erreur.detail);
+    this.name = 'SyncTaskFailed';
+    this.erreur = erreur;
+  }
+}
+
+/**
+ * Runs a synchronous long operation (document reading, refined estimation, Hub question) as a workflow while the
+ * request waits, within `signal` (the operation's time-out): the result, or SyncTaskFailed. Nothing is reserved:
+ * the request is billed by the pipeline once it succeeds, so a failure or a time-out costs nothing. The task row
+ * carries the input and the result only for the time of the call, then is deleted: nothing of the content is kept.
+ */
+export async function runSyncTask<R>(
+  deps: { db: Db; engine: TaskEngine },
+  task: { operation: string; caller: Caller; input: Record<string, unknown>; signal: AbortSignal },
+): Promise<R> {
+  const id = newTaskId();
+  await deps.db.query(
+    `INSERT INTO taches (id, operation, organisation_id, cle_id, entree, empreinte_entree, expire_le)
+     VALUES ($1, $2, $3, $4, $5, '', now() + interval '1 hour')`,
+    [id, task.operation, task.caller.organisationId, task.caller.cleId, task.input],
+  );
+  const purge = () => deps.db.query('DELETE FROM taches WHERE id = $1', [id]);
+  try {
+    await deps.engine.start({ id, operation: task.operation });
+    const abandon = new Promise<void>((resolve) =>
+      task.signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+    // Waits by slices so that the request's time-out is noticed even while Temporal long-polls.
+    while (!task.signal.aborted) {
+      await Promise.race([deps.engine.wait(id, 5000), abandon]);
+      const { rows } = await deps.db.query<TaskRow>('SELECT statut, resultat, erreur FROM taches WHERE id = $1', [id]);
+      const row = rows[0];
+      if (row?.statut === 'terminee') return row.resultat as R;
+      if (row?.statut === 'echouee')
+        throw new SyncTaskFailed(row.erreur ?? { code: 'erreur_interne', detail: 'Échec.' });
+    }
+    await deps.engine.cancel(id).catch(() => {});
+    throw task.signal.reason ?? new Error('délai dépassé');
+  } finally {
+    await purge();
+  }
 }
 
 export async function readTask(db: Queryable, id: string, organisationId: string): Promise<TaskRow | null> {
