@@ -1,9 +1,10 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../lib/net.ts';
 import { promisify } from 'node:util';
 
 /** The newest CLI tag that `go install` can build (later tags need replace directives). */
@@ -43,17 +44,6 @@ export async function locateTemporalCli(log: (line: string) => void = () => {}):
     maxBuffer: 64 * 2 ** 20,
   });
   return existsSync(cached) ? cached : null;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {

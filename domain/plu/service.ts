@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import type { Model } from '../../lib/model.ts';
 import type { OutboundHttp } from '../../lib/outbound-http.ts';
-import { findZoning } from '../urbanisme/zonage.ts';
+import { findZoning, type ZoningResult } from '../urbanisme/zonage.ts';
 import {
   readZoneRules,
   selectRules,

@@ -7,24 +7,13 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const call = (method: 'GET' | 'POST' | 'PATCH', url: string, cle: string, payload?: unknown) =>
-  t.app.inject({
-    method,
-    url: `/api/v1${url}`,
-    headers: {
-      authorization: `Bearer ${cle}`,
-      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
-  });
-
 describe('account operations over HTTP', () => {
   it('need a personal key, keep memory per account, and feed the profile', async () => {
     const org = await t.organisation({ acces: 'usage' });
-    expect((await call('GET', '/compte/memoire', org.cle)).json().code).toBe('portee_insuffisante');
+    expect((await t.call('GET', '/compte/memoire', org.cle)).json().code).toBe('portee_insuffisante');
 
     const perso = (await t.admin('POST', `/organisations/${org.id}/cles`, { mode: 'live', personnelle: true })).body;
-    const added = await call('POST', '/compte/memoire', perso.cle, {
+    const added = await t.call('POST', '/compte/memoire', perso.cle, {
       faits: ['Je cherche un T2 à Bordeaux', 'Ma TMI est de 30 %', 'Mon numéro : 06 12 34 56 78'],
     });
     expect(added.statusCode, added.body).toBe(200);
@@ -34,29 +23,29 @@ describe('account operations over HTTP', () => {
     expect(body.tmi_pct).toBe(30);
     expect(body.credits).toEqual({ debites: 0, restants: 500 });
 
-    const profil = await call('GET', '/compte/profil', perso.cle);
+    const profil = await t.call('GET', '/compte/profil', perso.cle);
     expect(profil.json()).toMatchObject({ existe: true, tmi_pct: 30 });
 
     // Another personal account of the same organisation sees its own memory only.
     const other = (await t.admin('POST', `/organisations/${org.id}/cles`, { mode: 'live', personnelle: true })).body;
-    expect((await call('GET', '/compte/memoire', other.cle)).json().total).toBe(0);
+    expect((await t.call('GET', '/compte/memoire', other.cle)).json().total).toBe(0);
     // A rotated key attached to the same account keeps it.
     const rotated = (
       await t.admin('POST', `/organisations/${org.id}/cles`, { mode: 'live', compte_id: perso.compte_id })
     ).body;
-    expect((await call('GET', '/compte/memoire', rotated.cle)).json().total).toBe(2);
+    expect((await t.call('GET', '/compte/memoire', rotated.cle)).json().total).toBe(2);
   });
 
   it('modifies the profile field by field with PATCH and refuses bounds and unknown fields', async () => {
     const org = await t.organisation({ acces: 'usage' }, { personnelle: true });
-    const first = await call('PATCH', '/compte/profil', org.cle, { strategie: 'cashflow', surface_min: 30 });
+    const first = await t.call('PATCH', '/compte/profil', org.cle, { strategie: 'cashflow', surface_min: 30 });
     expect(first.json()).toMatchObject({ existe: true, strategie: 'cashflow', surface_min: 30 });
-    const second = await call('PATCH', '/compte/profil', org.cle, { budget_total: 250000 });
+    const second = await t.call('PATCH', '/compte/profil', org.cle, { budget_total: 250000 });
     expect(second.json()).toMatchObject({ strategie: 'cashflow', surface_min: 30, budget_total: 250000 });
-    const bad = await call('PATCH', '/compte/profil', org.cle, { surface_max: 20, inconnu: true });
+    const bad = await t.call('PATCH', '/compte/profil', org.cle, { surface_max: 20, inconnu: true });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().code).toBe('parametres_invalides');
-    const crossed = await call('PATCH', '/compte/profil', org.cle, { surface_max: 20 });
+    const crossed = await t.call('PATCH', '/compte/profil', org.cle, { surface_max: 20 });
     expect(crossed.statusCode).toBe(400);
     expect(crossed.json().erreurs[0].champ).toMatch(/surface/);
   });

@@ -32,21 +32,10 @@ afterAll(async () => {
   receiver?.close();
 });
 
-const call = (app: TestApp, method: 'GET' | 'POST', url: string, cle: string, payload?: unknown) =>
-  app.app.inject({
-    method,
-    url: `/api/v1${url}`,
-    headers: {
-      authorization: `Bearer ${cle}`,
-      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
-  });
-
 describe('webhooks over HTTP', () => {
   it('delivers a signed test that a standard Stripe-style verifier accepts, with the secret shown only once', async () => {
     const org = await t.organisation({ acces: 'data' });
-    const created = await call(t, 'POST', '/webhooks', org.cle, {
+    const created = await t.call('POST', '/webhooks', org.cle, {
       url: `${receiverUrl}/ok`,
       genres: ['tache.terminee'],
     });
@@ -54,10 +43,10 @@ describe('webhooks over HTTP', () => {
     const { webhook, secret, signature } = created.json();
     expect(secret).toMatch(/^whsec_/);
     expect(signature).toMatch(/HMAC-SHA256/);
-    const listed = await call(t, 'GET', '/webhooks', org.cle);
+    const listed = await t.call('GET', '/webhooks', org.cle);
     expect(listed.body).not.toContain(secret);
 
-    const test = await call(t, 'POST', `/webhooks/${webhook.id}/test`, org.cle, {});
+    const test = await t.call('POST', `/webhooks/${webhook.id}/test`, org.cle, {});
     expect(test.json()).toMatchObject({ reussi: true, statut_http: 204, reactive: false, credits: { debites: 0 } });
     const delivery = received.at(-1)!;
     const header = delivery.headers['svc-signature'] as string;
@@ -65,7 +54,7 @@ describe('webhooks over HTTP', () => {
     expect(() => stripe.webhooks.signature!.verifyHeader(delivery.body + ' ', header, secret, 300)).toThrow();
     expect(JSON.parse(delivery.body)).toMatchObject({ genre: 'test' });
 
-    const after = (await call(t, 'GET', '/webhooks', org.cle)).json();
+    const after = (await t.call('GET', '/webhooks', org.cle)).json();
     expect(after.webhooks[0].dernieres_livraisons[0]).toMatchObject({ genre: 'test', statut: 'livree', reponse: 204 });
   });
 
@@ -77,7 +66,7 @@ describe('webhooks over HTTP', () => {
       'https://169.254.169.254/',
       `${receiverUrl}/ok`,
     ]) {
-      const res = await call(strict, 'POST', '/webhooks', org.cle, { url, genres: ['nouvelle'] });
+      const res = await strict.call('POST', '/webhooks', org.cle, { url, genres: ['nouvelle'] });
       expect(res.statusCode, url).toBe(400);
       expect(res.headers['content-type']).toMatch(/problem\+json/);
       expect(res.json()).toMatchObject({
@@ -86,7 +75,7 @@ describe('webhooks over HTTP', () => {
       });
     }
     const other = await t.organisation({ acces: 'data' });
-    const res = await call(t, 'POST', '/webhooks', other.cle, {
+    const res = await t.call('POST', '/webhooks', other.cle, {
       url: 'https://192.168.1.10/hook',
       genres: ['nouvelle'],
     });
@@ -95,7 +84,7 @@ describe('webhooks over HTTP', () => {
 
   it('is a Data operation: a pay-per-use organisation gets palier_insuffisant', async () => {
     const org = await t.organisation({ acces: 'usage' });
-    const res = await call(t, 'GET', '/webhooks', org.cle);
+    const res = await t.call('GET', '/webhooks', org.cle);
     expect(res.statusCode).toBe(403);
     expect(res.json().code).toBe('palier_insuffisant');
   });
@@ -106,26 +95,26 @@ describe('taxe_amenagement over HTTP', () => {
 
   it('debits 1 credit on live keys, not again for the identical answer', async () => {
     const org = await t.organisation({ acces: 'usage' });
-    const first = await call(t, 'POST', '/fiscal/taxe-amenagement', org.cle, body);
+    const first = await t.call('POST', '/fiscal/taxe-amenagement', org.cle, body);
     expect(first.statusCode, first.body).toBe(200);
     expect(first.json()).toMatchObject({ insee: '33234', statut: 'estimee', credits: { debites: 1, restants: 499 } });
     expect(first.json().total_max).toBeGreaterThan(first.json().total_min);
-    const again = await call(t, 'POST', '/fiscal/taxe-amenagement', org.cle, body);
+    const again = await t.call('POST', '/fiscal/taxe-amenagement', org.cle, body);
     expect(again.json().credits).toEqual({ debites: 0, restants: 499 });
   });
 
   it('serves the sandbox communes to pk_test_ keys without debit, and refuses the others', async () => {
     const org = await t.organisation({}, { mode: 'test' });
-    const ok = await call(t, 'POST', '/fiscal/taxe-amenagement', org.cle, body);
+    const ok = await t.call('POST', '/fiscal/taxe-amenagement', org.cle, body);
     expect(ok.json().credits).toEqual({ debites: 0, restants: null });
-    const outside = await call(t, 'POST', '/fiscal/taxe-amenagement', org.cle, { ...body, insee: '13055' });
+    const outside = await t.call('POST', '/fiscal/taxe-amenagement', org.cle, { ...body, insee: '13055' });
     expect(outside.statusCode).toBe(403);
     expect(outside.json().code).toBe('hors_bac_a_sable');
   });
 
   it('answers commune_introuvable for a well-formed unknown code, without debit', async () => {
     const org = await t.organisation({ acces: 'usage' });
-    const res = await call(t, 'POST', '/fiscal/taxe-amenagement', org.cle, { ...body, insee: '99999' });
+    const res = await t.call('POST', '/fiscal/taxe-amenagement', org.cle, { ...body, insee: '99999' });
     expect(res.statusCode).toBe(404);
     expect(res.json().code).toBe('commune_introuvable');
     const releve = await t.admin('GET', `/organisations/${org.id}/releve`);

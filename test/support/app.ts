@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../api/app.ts';
 import type { Operation, Services } from '../../domain/catalogue.ts';
 import { loadConfig } from '../../lib/config.ts';
@@ -11,6 +11,14 @@ export interface TestApp {
   db: Awaited<ReturnType<typeof createTestDb>>['db'];
   /** The connection string of this test's database (for processes the test starts). */
   databaseUrl: string;
+  /** An API call with a key: JSON body when `payload` is given. */
+  call(
+    method: 'GET' | 'POST' | 'PATCH',
+    url: string,
+    cle: string,
+    payload?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
   /** Admin call helper: POST/PATCH/GET on /admin/v1 with the token. */
   admin(method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown): Promise<{ status: number; body: any }>;
   /** A new organisation (default: access data, every scope but lien_origine) and a key of it. */
@@ -45,6 +53,17 @@ export async function createTestApp(
   };
   return {
     app,
+    call: (method, url, cle, payload, headers = {}) =>
+      app.inject({
+        method,
+        url: `/api/v1${url}`,
+        headers: {
+          authorization: `Bearer ${cle}`,
+          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
+        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+      }),
     db: testDb.db,
     databaseUrl: testDb.url,
     admin,
