@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createDb, type Db } from '../db/client.ts';
+import { createDb } from '../db/client.ts';
 import { connectDataDir } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
