@@ -40,13 +40,7 @@ export interface PluInput {
 
 export interface LieuPlu {
   adresse: { libelle: string; insee: string | null; precision: 'point'; lat: number; lon: number };
-  zone: {
-    code: string;
-    libelle: string | null;
-    type_document: string | null;
-    document: string;
-    approuve_le: string | null;
-  } | null;
+  zone: ZoningResult['zone'] | null;
   autresZones: string[];
   /** The rules PDF, without its `#page=` fragment (the same PDF serves every zone). */
   reglementUrl: string | null;
