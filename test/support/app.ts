@@ -31,7 +31,7 @@ export interface TestApp {
 
 /** The real application on a fresh database of its own, admin API on, outbound loopback allowed. */
 export async function createTestApp(
-  options: { operations?: Operation[]; env?: Record<string, string>; services?: Partial<Services> } = {},
+  options: { operations?: Operation<any, any>[]; env?: Record<string, string>; services?: Partial<Services> } = {},
 ): Promise<TestApp> {
   const testDb = await createTestDb();
   const config = loadConfig({
