@@ -12,7 +12,7 @@ import {
   type LieuPlu,
   type PluInput,
 } from '../domain/plu/service.ts';
-import { completeTask, failTask, markRunning, type TaskRow } from '../domain/taches/taches.ts';
+import { completeTask, failTask, markRunning } from '../domain/taches/taches.ts';
 import {
   claimDelivery,
   recordDeliveryOutcome,
@@ -22,6 +22,8 @@ import {
 import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
+import { createDocumentActivities } from './documents.ts';
+import { createSemaphore, taskRow, type Semaphore } from './shared.ts';
 
 export interface ActivityDeps {
   db: Db;
@@ -29,6 +31,8 @@ export interface ActivityDeps {
   outbound: OutboundHttp;
   /** Model readings at once in this worker; beyond it they wait their turn (and keep heartbeating). */
   modelConcurrency: number;
+  /** The model reads images (documents' pictures, scanned pages); false: they are said unread in `limites`. */
+  modelSeesImages?: boolean;
 }
 
 /** Failures of the domain become Temporal failures whose type is the task's stable `erreur.code`. */
@@ -46,27 +50,6 @@ function asFailure(error: unknown): unknown {
     return ApplicationFailure.create({ type, message: `Modèle : ${error.message}`, nonRetryable: !error.retryable });
   }
   return error;
-}
-
-function createSemaphore(size: number) {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(work: () => Promise<T>): Promise<T> => {
-    if (active >= size) await new Promise<void>((resolve) => waiting.push(resolve));
-    active += 1;
-    try {
-      return await work();
-    } finally {
-      active -= 1;
-      waiting.shift()?.();
-    }
-  };
-}
-
-async function taskRow(db: Db, id: string): Promise<TaskRow> {
-  const { rows } = await db.query<TaskRow>('SELECT * FROM taches WHERE id = $1', [id]);
-  if (!rows[0]) throw ApplicationFailure.nonRetryable(`Tâche ${id} absente`, 'entree_invalide');
-  return rows[0];
 }
 
 /** The end of a task, as delivered to subscribers: the task, never its result (read it at `resultat_url`). */
@@ -93,8 +76,13 @@ async function announceEnd(db: Db, id: string): Promise<string[]> {
 
 /** Every activity of the service, over narrow dependencies (tests pass their own). */
 export function createActivities(deps: ActivityDeps) {
-  const { db } = deps;
+  // One bound for every model reading of this worker, whatever the operation.
   const modelSlot = createSemaphore(deps.modelConcurrency);
+  return { ...createPluActivities(deps, modelSlot), ...createDocumentActivities({ ...deps, modelSlot }) };
+}
+
+function createPluActivities(deps: ActivityDeps, modelSlot: Semaphore) {
+  const { db } = deps;
 
   return {
     async commencerTache(tacheId: string): Promise<void> {

@@ -10,6 +10,8 @@ import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { registerAdmin } from './admin.ts';
 import { createAuthenticator } from './authenticate.ts';
 import { registerDocs } from './docs.ts';
+import { DOWNLOAD_PATHS, registerDownloads } from './downloads.ts';
+import { fileDeliveryFromConfig } from '../domain/documents/telechargement.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
 import { createRateLimiter } from './rate-limit.ts';
@@ -51,6 +53,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
     cursors: createCursors(secret.rows[0].valeur),
     now: () => new Date(),
+    files: fileDeliveryFromConfig(config, secret.rows[0].valeur),
     ...deps.services,
   };
   const accounts = createAccounts(db, { quotaMinute: config.DEFAULT_QUOTA_MINUTE });
@@ -60,9 +63,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await db.query('SELECT 1');
     return reply.send({ statut: 'ok' });
   });
-  const openapi = buildOpenApi(operations);
+  const openapi = buildOpenApi(operations, DOWNLOAD_PATHS);
   app.get(`${API_PREFIX}/openapi.json`, async () => openapi);
   registerDocs(app);
+  registerDownloads(app, services);
   registerOperations(app, {
     operations,
     auth,

@@ -88,7 +88,10 @@ function operationObject(operation: Operation) {
     : operation.output instanceof z.ZodObject
       ? operation.output.extend({ credits: CreditsSchema })
       : z.object({ credits: CreditsSchema });
-  const served = { 'application/json': { schema: jsonSchema(output, 'output') } };
+  const served: Record<string, unknown> = { 'application/json': { schema: jsonSchema(output, 'output') } };
+  for (const type of operation.representation?.types ?? []) {
+    served[type] = { schema: { type: 'string', contentMediaType: type } };
+  }
   const responses: Record<string, unknown> = {
     '200': {
       description: operation.task ? 'La tâche est terminée ou a échoué : enveloppe remplie.' : 'Réponse servie.',
@@ -149,9 +152,16 @@ function operationObject(operation: Operation) {
   };
 }
 
-/** The OpenAPI 3.1.0 description, generated from the catalogue: one declaration per operation, no other source. */
-export function buildOpenApi(operations: Operation[], serverUrl = '/') {
-  const paths: Record<string, Record<string, unknown>> = {};
+/**
+ * The OpenAPI 3.1.0 description, generated from the catalogue: one declaration per operation, no other source;
+ * `extraPaths` are the few routes outside it (the signed download links of generated files).
+ */
+export function buildOpenApi(
+  operations: Operation[],
+  extraPaths: Record<string, Record<string, unknown>> = {},
+  serverUrl = '/',
+) {
+  const paths: Record<string, Record<string, unknown>> = { ...extraPaths };
   for (const operation of operations) {
     const path = API_PREFIX + operation.path;
     paths[path] ??= {};

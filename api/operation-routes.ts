@@ -275,6 +275,10 @@ async function serve(
   }
   reply.header('Svc-Credits-Debites', debites);
   if (restants !== null) reply.header('Svc-Credits-Restants', restants);
+  if (operation.representation?.wanted(request.headers.accept, output)) {
+    const file = await operation.representation.read(deps.services, output);
+    return reply.code(200).headers(file.headers).send(Buffer.from(file.bytes));
+  }
   const credits = JSON.stringify({ debites, restants });
   const body = payload === '{}' ? `{"credits":${credits}}` : `${payload.slice(0, -1)},"credits":${credits}}`;
   return reply.code(200).type('application/json; charset=utf-8').send(body);

@@ -3,6 +3,8 @@ import type { Db } from '../db/client.ts';
 import type { Cursors } from '../lib/cursor.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import type { ErrorCode } from './errors.ts';
+import type { RenderPool } from './documents/pool.ts';
+import type { FileDelivery } from './documents/telechargement.ts';
 import type { TaskEngine } from './taches/taches.ts';
 
 export const SCOPES = [
@@ -64,6 +66,10 @@ export interface Services {
   now: () => Date;
   /** The engine of the long operations; absent when the service runs without Temporal (they then answer 503). */
   tasks?: TaskEngine;
+  /** Generated files: storage and signed download links (generer_document answers 503 without it). */
+  files?: FileDelivery;
+  /** Threads laying out generated documents off the main loop (a shared pool when absent). */
+  renderPool?: RenderPool;
 }
 
 export interface OperationContext {
@@ -117,6 +123,15 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
    * answers 202 with `Location` while the task runs, 200 once it has ended.
    */
   task?: boolean;
+  /**
+   * Another representation of a result, chosen by the request's `Accept` header (the generated file itself): it is
+   * billed and headed like the JSON, and sent instead of it.
+   */
+  representation?: {
+    types: string[];
+    wanted(accept: string | undefined, output: O): boolean;
+    read(services: Services, output: O): Promise<{ bytes: Uint8Array; headers: Record<string, string> }>;
+  };
   /** Error codes specific to this operation, documented in its description (the common set is always documented). */
   errors?: ErrorCode[];
   handler: (input: z.output<S>, ctx: OperationContext) => Promise<O>;

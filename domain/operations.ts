@@ -1,8 +1,19 @@
+import { adresseOperations } from './adresses/resoudre.ts';
 import type { Operation } from './catalogue.ts';
 import { compteOperations } from './compte/operations.ts';
+import { lireDocument } from './documents/lire-operation.ts';
+import { documentOperations } from './documents/operations.ts';
 import { pluOperations } from './plu/operations.ts';
 import { taxeAmenagement } from './urbanisme/taxe-amenagement.ts';
 import { webhookOperations } from './webhooks/operations.ts';
 
 /** The catalogue: every operation the API serves, declared once in its domain. */
-export const OPERATIONS = [...compteOperations, ...pluOperations, taxeAmenagement, ...webhookOperations] as Operation[];
+export const OPERATIONS = [
+  ...adresseOperations,
+  ...compteOperations,
+  ...documentOperations,
+  lireDocument,
+  ...pluOperations,
+  taxeAmenagement,
+  ...webhookOperations,
+] as Operation[];

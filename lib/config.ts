@@ -35,6 +35,18 @@ export const ConfigSchema = z.object({
   /** Model readings run at once per worker (PLU, documents): beyond it they wait their turn. */
   MODEL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Absolute base of the links the API hands out (e.g. https://api.example.fr); unset: paths from /api/v1. */
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  /** Generated files go to this S3-compatible endpoint when set (bucket and keys then required), else DATA_DIR/fichiers. */
+  STORAGE_S3_ENDPOINT: z.string().url().optional(),
+  STORAGE_S3_BUCKET: z.string().min(3).max(63).optional(),
+  STORAGE_S3_REGION: z.string().min(1).default('us-east-1'),
+  STORAGE_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  STORAGE_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Virtual-hosted addresses (bucket.endpoint) instead of path-style (endpoint/bucket), which every server accepts. */
+  STORAGE_S3_VIRTUAL_HOSTED: booleanFlag,
+  /** Validity of a generated document's download link, in seconds (the file is purged after it). */
+  DOCUMENTS_LINK_TTL_S: z.coerce.number().int().min(60).max(604_800).default(3600),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

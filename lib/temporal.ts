@@ -4,6 +4,7 @@ import type { TaskEngine } from '../domain/taches/taches.ts';
 /** The workflow type of each task operation (workflows/index.ts exports them). */
 export const WORKFLOW_OF: Record<string, string> = {
   lire_plu: 'lirePlu',
+  lire_document: 'lireDocument',
 };
 
 /**

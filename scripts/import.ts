@@ -6,6 +6,8 @@ import { connectDataDir } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
 import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
+import { banSource } from '../domain/adresses/import-ban.ts';
+import { communesSource } from '../domain/adresses/import-communes.ts';
 import { loadConfig } from '../lib/config.ts';
 
 /**
@@ -15,7 +17,9 @@ import { loadConfig } from '../lib/config.ts';
  */
 
 /** One entry per importer; adding a source is adding it to this list. */
-const SOURCES: Record<string, ImportSource> = Object.fromEntries([gpuSource].map((source) => [source.name, source]));
+const SOURCES: Record<string, ImportSource> = Object.fromEntries(
+  [communesSource, banSource, gpuSource].map((source) => [source.name, source]),
+);
 
 const USAGE = `Usage : npm run import -- <source> <chemin> [--sandbox] [--base-url URL]
 
@@ -73,8 +77,9 @@ async function main(): Promise<number> {
   const source = SOURCES[name];
   if (!source) usage(`source inconnue « ${name} » (connues : ${Object.keys(SOURCES).join(', ')}).`);
   const fullPath = path.resolve(chemin);
-  // Said before any database is started: the most frequent mistake costs nothing.
-  if (!existsSync(fullPath)) throw new ImportError(`chemin introuvable : ${fullPath}`);
+  // Said before any database is started: the most frequent mistake costs nothing. `-` stands for data that comes
+  // with the sources' own packages (communes).
+  if (chemin !== '-' && !existsSync(fullPath)) throw new ImportError(`chemin introuvable : ${fullPath}`);
 
   const config = loadConfig();
   const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
@@ -83,7 +88,7 @@ async function main(): Promise<number> {
   let last = 0;
   try {
     await migrate(db);
-    const report = await source.run(db, fullPath, {
+    const report = await source.run(db, chemin === '-' ? '-' : fullPath, {
       sandbox: parsed.values.sandbox,
       baseUrl: parsed.values['base-url'],
       onProgress: ({ lus, gardes }) => {

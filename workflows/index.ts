@@ -1,3 +1,4 @@
 // Every workflow of the service, one per file; the worker bundles this module.
+export { lireDocument } from './lire-document.ts';
 export { lirePlu } from './lire-plu.ts';
 export { livrerWebhook } from './livrer-webhook.ts';

@@ -4,6 +4,7 @@ import { ApiError, invalidField } from '../errors.ts';
 import { balanceOf } from '../platform/ledger.ts';
 import { createTask, envelopeOf, MAX_WAIT_S, readTask, taskEnvelopeSchema, type TaskRow } from '../taches/taches.ts';
 import { subscriptionOfUrl } from '../webhooks/evenements.ts';
+import { adresseParCle, rechercher } from '../adresses/resoudre.ts';
 import { FORMES, NATURES_PROJET, THEMES } from './lecture.ts';
 
 const QualiteSchema = z.object({
@@ -107,6 +108,30 @@ async function served(row: TaskRow, ctx: OperationContext, restants?: number | n
   return { ...envelope, credits } as z.infer<typeof PluEnvelopeSchema>;
 }
 
+const PRECISION_OF = { numero: 'numero', voie: 'voie', lieu_dit: 'lieu_dit', commune: 'autre' } as const;
+
+/** The point read: given as is, or the position of a BAN address (by key, or the best match of a text). */
+async function pointOf(
+  ctx: OperationContext,
+  input: { lat?: number; lon?: number; cle_ban?: string; q?: string; code_postal?: string },
+): Promise<{ lat: number; lon: number; adresse?: { libelle: string; insee: string; precision: string } }> {
+  if (input.lat !== undefined && input.lon !== undefined) return { lat: input.lat, lon: input.lon };
+  const found = input.cle_ban
+    ? await adresseParCle(ctx.services.db, 'live', input.cle_ban)
+    : (await rechercher(ctx.services.db, 'live', input.q!, input.code_postal ?? null, 1))[0];
+  if (!found) {
+    throw new ApiError(
+      'adresse_introuvable',
+      input.cle_ban ? `Clé BAN inconnue : ${input.cle_ban}.` : `Aucune adresse ne correspond à « ${input.q} ».`,
+    );
+  }
+  return {
+    lat: found.lat,
+    lon: found.lon,
+    adresse: { libelle: found.libelle, insee: found.insee, precision: PRECISION_OF[found.type] },
+  };
+}
+
 async function waitFor(row: TaskRow, seconds: number, ctx: OperationContext): Promise<TaskRow> {
   if (seconds <= 0 || row.statut === 'terminee' || row.statut === 'echouee') return row;
   await ctx.services.tasks!.wait(row.id, seconds * 1000);
@@ -123,7 +148,7 @@ export const lirePlu = defineOperation({
 La réponse est une tâche (202 et \`Location\`) ; \`attendre\` (0-60 s) attend sa fin. Les crédits (60) sont réservés au départ, débités au succès, rendus en cas d'échec ; rien n'est débité sans règle à lire (\`zone_absente\`, \`scanne\`, pas de règlement publié) ni pour un résultat identique servi dans les 24 h.
 
 Décisions :
-- Le point (\`lat\`, \`lon\`) est requis tant que la base d'adresses n'est pas chargée : \`cle_ban\` ou \`q\` seuls répondent 404 \`adresse_introuvable\`.
+- Le point est \`lat\`/\`lon\` s'il est donné, sinon la position de l'adresse BAN \`cle_ban\`, sinon celle de la meilleure adresse trouvée pour \`q\` (et \`code_postal\`) ; une adresse inconnue répond 404 \`adresse_introuvable\`, sans débit.
 - Une zone déjà lue dans le même document (même contenu) vient du cache des lectures (\`lecture.depuis_cache\`), sans appel au modèle. Au plus \`MODEL_CONCURRENCY\` lectures par worker en même temps (2 par défaut) : au-delà, elles attendent leur tour.
 - \`Idempotency-Key\` : la même clé et le même corps (hors \`attendre\`) rendent la même tâche ; un autre corps avec la même clé répond 409 \`conflit\`.
 - \`webhook\` : appelé à la fin de la tâche, signé avec le secret de l'abonnement de l'organisation à cette même URL (créez-le par \`POST /webhooks\`, il donne le secret) ; une URL sans abonnement actif est refusée (400). La livraison porte la tâche et \`resultat_url\`, pas le résultat.
@@ -164,10 +189,7 @@ Décisions :
     if ((input.lat === undefined) !== (input.lon === undefined)) {
       throw invalidField(input.lat === undefined ? 'lat' : 'lon', 'lat et lon vont ensemble.');
     }
-    if (input.lat === undefined) {
-      if (input.cle_ban || input.q) {
-        throw new ApiError('adresse_introuvable', 'Adresse introuvable : donnez le point (lat, lon) de l’adresse.');
-      }
+    if (input.lat === undefined && !input.cle_ban && !input.q) {
       throw invalidField('lat', 'Donnez un point (lat, lon), une clé BAN (cle_ban) ou une adresse (q).');
     }
     if (input.webhook) {
@@ -181,13 +203,14 @@ Décisions :
         );
       }
     }
-    const { attendre: wait, webhook, ...task } = input;
+    const { attendre: wait, webhook, cle_ban: _cle, q: _q, code_postal: _cp, ...task } = input;
+    const lieu = await pointOf(ctx, input);
     const { row, restants } = await createTask(
       { db: ctx.services.db, engine: ctx.services.tasks },
       {
         operation: 'lire_plu',
         caller: ctx.caller,
-        input: task,
+        input: { ...task, ...lieu },
         credits: 60,
         webhook: webhook ?? null,
         clientKey: ctx.idempotencyKey ?? null,

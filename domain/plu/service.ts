@@ -34,12 +34,20 @@ export class PluError extends Error {
 export interface PluInput {
   lat?: number;
   lon?: number;
+  /** The BAN address the point comes from, when the client gave an address rather than a point. */
+  adresse?: { libelle: string; insee: string; precision: LieuPlu['adresse']['precision'] };
   themes?: Theme[];
   nature_projet?: NatureProjet;
 }
 
 export interface LieuPlu {
-  adresse: { libelle: string; insee: string | null; precision: 'point'; lat: number; lon: number };
+  adresse: {
+    libelle: string;
+    insee: string | null;
+    precision: 'numero' | 'voie' | 'lieu_dit' | 'point' | 'autre';
+    lat: number;
+    lon: number;
+  };
   zone: ZoningResult['zone'] | null;
   autresZones: string[];
   /** The rules PDF, without its `#page=` fragment (the same PDF serves every zone). */
@@ -67,9 +75,9 @@ export async function locate(db: Db, input: PluInput): Promise<LieuPlu> {
   const found = await findZoning(db, { lat: input.lat, lon: input.lon, dataset: 'live' });
   return {
     adresse: {
-      libelle: `Point ${input.lat.toFixed(6)}, ${input.lon.toFixed(6)}`,
-      insee: found?.insee ?? null,
-      precision: 'point',
+      libelle: input.adresse?.libelle ?? `Point ${input.lat.toFixed(6)}, ${input.lon.toFixed(6)}`,
+      insee: input.adresse?.insee ?? found?.insee ?? null,
+      precision: input.adresse?.precision ?? 'point',
       lat: input.lat,
       lon: input.lon,
     },

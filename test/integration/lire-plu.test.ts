@@ -4,7 +4,15 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
-import { hasPluData, importZones, PLU_PDF, POINTS, readingModel, servePdfs } from '../support/plu-fixtures.ts';
+import {
+  hasPluData,
+  importAddress,
+  importZones,
+  PLU_PDF,
+  POINTS,
+  readingModel,
+  servePdfs,
+} from '../support/plu-fixtures.ts';
 import { createRuntime } from '../support/runtime.ts';
 
 // The real Latresne rules PDF lives beside the project (../shared/data); without it this suite has nothing to read.
@@ -109,6 +117,22 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
     expect(c.json().code).toBe('conflit');
     const releve = await t.admin('GET', `/organisations/${org.id}/releve`);
     expect(releve.body.mouvements.filter((m: { genre: string }) => m.genre === 'reservation')).toHaveLength(1);
+  });
+
+  it('reads the point of a BAN address given by key or by text, and answers adresse_introuvable otherwise', async () => {
+    const cle = await importAddress(t.db);
+    const org = await t.organisation({ acces: 'usage' });
+    const byKey = (await post(org.cle, { cle_ban: cle, attendre: 60, themes: ['hauteur'] })).json();
+    expect(byKey.resultat).toMatchObject({
+      statut: 'lu',
+      adresse: { precision: 'numero', insee: '33234', libelle: expect.stringContaining('Libération') },
+      zone: { code: 'UA' },
+    });
+    const byText = (await post(org.cle, { q: '12 avenue de la liberation latresne', attendre: 60 })).json();
+    expect(byText.resultat.zone.code).toBe('UA');
+    const unknown = await post(org.cle, { cle_ban: '33234_9999_00001' });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().code).toBe('adresse_introuvable');
   });
 
   it('hides a task from another organisation', async () => {

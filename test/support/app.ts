@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../api/app.ts';
 import type { Operation, Services } from '../../domain/catalogue.ts';
@@ -34,7 +37,10 @@ export async function createTestApp(
   options: { operations?: Operation<any, any>[]; env?: Record<string, string>; services?: Partial<Services> } = {},
 ): Promise<TestApp> {
   const testDb = await createTestDb();
+  // Generated files and anything else kept under DATA_DIR stay out of the working tree.
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'svc-test-data-'));
   const config = loadConfig({
+    DATA_DIR: dataDir,
     ADMIN_TOKEN,
     LOG_LEVEL: 'silent',
     OUTBOUND_ALLOW_LOOPBACK: 'true',
@@ -77,6 +83,7 @@ export async function createTestApp(
     async close() {
       await app.close();
       await testDb.drop();
+      await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Db } from '../../db/client.ts';
+import { importBan } from '../../domain/adresses/import-ban.ts';
 import { importZonage } from '../../domain/urbanisme/zonage-import.ts';
 import { promptText, type ChatRequestBody, type ModelReply } from './model-server.ts';
 
@@ -86,6 +87,42 @@ export async function importZones(db: Db, pdfBase: string): Promise<void> {
     }),
   );
   await importZonage(db, file);
+}
+
+/** One BAN number at the UA point, through the real BAN importer: `12 Avenue de la Libération 33360 Latresne`. */
+export async function importAddress(db: Db): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-ban-'));
+  const file = path.join(dir, 'adresses-33.csv');
+  const header =
+    'id;id_fantoir;numero;rep;nom_voie;code_postal;code_insee;nom_commune;code_insee_ancienne_commune;nom_ancienne_commune;x;y;lon;lat;type_position;alias;nom_ld;libelle_acheminement;nom_afnor;source_position;source_nom_voie;certification_commune;cad_parcelles';
+  const row = [
+    '33234_0420_00012',
+    '33234_0420',
+    '12',
+    '',
+    'Avenue de la Libération',
+    '33360',
+    '33234',
+    'Latresne',
+    '',
+    '',
+    '',
+    '',
+    String(POINTS.ua.lon),
+    String(POINTS.ua.lat),
+    'entrée',
+    '',
+    '',
+    'LATRESNE',
+    'AVENUE DE LA LIBERATION',
+    'commune',
+    'commune',
+    '1',
+    '33234000AB0012',
+  ].join(';');
+  await writeFile(file, `${header}\n${row}\n`);
+  await importBan(db, file);
+  return '33234_0420_00012';
 }
 
 /**

@@ -1,0 +1,28 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Db } from '../db/client.ts';
+import type { TaskRow } from '../domain/taches/taches.ts';
+
+/** Runs at most `size` pieces of work at once; the others wait their turn in order. */
+export function createSemaphore(size: number) {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    if (active >= size) await new Promise<void>((resolve) => waiting.push(resolve));
+    active += 1;
+    try {
+      return await work();
+    } finally {
+      active -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+export type Semaphore = ReturnType<typeof createSemaphore>;
+
+/** The task row an activity works for; its absence (expired, deleted) is final. */
+export async function taskRow(db: Db, id: string): Promise<TaskRow> {
+  const { rows } = await db.query<TaskRow>('SELECT * FROM taches WHERE id = $1', [id]);
+  if (!rows[0]) throw ApplicationFailure.nonRetryable(`Tâche ${id} absente`, 'entree_invalide');
+  return rows[0];
+}

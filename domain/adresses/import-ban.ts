@@ -1,0 +1,467 @@
+import { createReadStream } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { PoolClient } from 'pg';
+import type { Db } from '../../db/client.ts';
+import { communeByCode, isInseeCode } from '../communes.ts';
+import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+
+/**
+ * Importer of the Base Adresse Nationale, `adresses-XX.csv` (semicolon-separated, UTF-8, one number a line), plain or
+ * gzipped. The file is read line by line: memory stays flat whatever its size.
+ *
+ * Kept lines are staged in batches into a temporary table; from there one transaction writes the numbers and the rows
+ * derived from them: one per street (BAN key of the street, median position of its numbers), one per lieu-dit
+ * (`nom_ld`) and one per commune. Rows are upserted only when a column changed, and the BAN rows of the communes the
+ * file covers that the file no longer has are deleted (a BAN file is complete for each commune it covers). Importing
+ * the same file twice changes nothing.
+ */
+
+type Dataset = 'live' | 'sandbox';
+
+export interface BanImportOptions {
+  dataset?: Dataset;
+  /** Lines per staging batch (5 000 by default). */
+  batchSize?: number;
+  onProgress?: (progress: { lus: number; gardes: number }) => void;
+}
+
+const MAX_REJETS_LISTES = 1000;
+// Two imports into one dataset wait for each other (their deletions are per commune).
+const VERROU = 726_354_008;
+// Columns a line cannot do without; the others are read when present.
+const REQUIRED = ['id', 'numero', 'nom_voie', 'code_insee', 'nom_commune', 'lon', 'lat'] as const;
+// `33234_0160_00012`, `33234_0160_00012_bis`, `33001_b012_00006`, pseudo street codes of 6 characters.
+const NUMBER_ID = /^((?:\d{2}|2[ab])\d{3})_([0-9a-z]{4,6})_(\d{5})(?:_([0-9a-z]+))?$/i;
+const PARCELLE = /^(?:\d{2}|2[AB])\d{3}[0-9]{3}[0-9A-Z]{2}\d{4}$/;
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Reading.
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** The lines of a (possibly gzipped) text file, one at a time, with their 1-based number. */
+async function* lines(file: string): AsyncGenerator<{ n: number; text: string }> {
+  const head = Buffer.alloc(2);
+  const handle = await open(file, 'r');
+  try {
+    await handle.read(head, 0, 2, 0);
+  } finally {
+    await handle.close();
+  }
+  const raw = createReadStream(file);
+  let input: Readable = raw;
+  if (head[0] === 0x1f && head[1] === 0x8b) {
+    const gunzip = createGunzip();
+    raw.on('error', (error) => gunzip.destroy(error));
+    input = raw.pipe(gunzip);
+  }
+  input.setEncoding('utf8');
+  let rest = '';
+  let n = 0;
+  // Async iteration reads a chunk only when the previous one is consumed: back-pressure for free.
+  for await (const chunk of input as AsyncIterable<string>) {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop()!;
+    for (const part of parts) yield { n: ++n, text: part.endsWith('\r') ? part.slice(0, -1) : part };
+  }
+  if (rest.length > 0) yield { n: ++n, text: rest.endsWith('\r') ? rest.slice(0, -1) : rest };
+}
+
+/** Fields of one CSV line; quotes are honoured (a BAN name may hold a semicolon in a quoted field). */
+export function splitCsvLine(text: string, separator = ';'): string[] {
+  if (!text.includes('"')) return text.split(separator);
+  const out: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"' && field.length === 0) quoted = true;
+    else if (ch === separator) {
+      out.push(field);
+      field = '';
+    } else field += ch;
+  }
+  out.push(field);
+  return out;
+}
+
+interface Staged {
+  ligne: number;
+  cle: string;
+  cle_voie: string;
+  code_voie: string;
+  numero: number;
+  suffixe: string | null;
+  voie: string;
+  lieu_dit: string | null;
+  code_postal: string | null;
+  insee: string;
+  commune: string;
+  anc_insee: string | null;
+  anc_nom: string | null;
+  libelle: string;
+  lat: number;
+  lon: number;
+  type_position: string | null;
+  parcelles: string;
+  certification: boolean | null;
+}
+
+type Columns = Record<string, number>;
+
+function columnsOf(header: string): Columns {
+  const names = splitCsvLine(header.replace(/^\uFEFF/, '')).map((n) => n.trim().toLowerCase());
+  const missing = REQUIRED.filter((c) => !names.includes(c));
+  if (missing.length > 0) {
+    throw new ImportError(
+      `En-tête BAN attendu (adresses-XX.csv, séparateur « ; ») : colonne(s) ${missing.join(', ')} absente(s). En-tête lu : ${header.slice(0, 200)}`,
+    );
+  }
+  return Object.fromEntries(names.map((n, i) => [n, i]));
+}
+
+function clean(value: string | undefined): string | null {
+  const v = value?.trim();
+  return v ? v : null;
+}
+
+/** The staged number of a line, or why the line is rejected. */
+function stage(fields: string[], columns: Columns, width: number, ligne: number): Staged | string {
+  if (fields.length !== width) return `${fields.length} colonnes au lieu de ${width}`;
+  const get = (name: string) => (name in columns ? clean(fields[columns[name]]) : null);
+  const id = get('id');
+  if (!id) return 'id absent';
+  const parts = NUMBER_ID.exec(id);
+  if (!parts) return `id mal formé (${id.slice(0, 40)}) : commune_voie_numéro attendu, ex. 33234_0160_00012`;
+  const insee = get('code_insee')?.toUpperCase();
+  if (!insee) return 'code_insee absent';
+  if (!isInseeCode(insee)) return `code INSEE invalide (${insee.slice(0, 20)})`;
+  const commune = communeByCode(insee);
+  if (!commune) return `code INSEE inconnu du découpage administratif (${insee})`;
+  const numeroText = get('numero');
+  const numero = numeroText !== null && /^\d{1,5}$/.test(numeroText) ? Number(numeroText) : NaN;
+  if (!Number.isInteger(numero)) return `numéro invalide (${numeroText ?? 'absent'})`;
+  const voie = get('nom_voie');
+  if (!voie) return 'nom_voie absent';
+  const latText = get('lat');
+  const lonText = get('lon');
+  const lat = latText === null ? NaN : Number(latText);
+  const lon = lonText === null ? NaN : Number(lonText);
+  if (
+    !Number.isFinite(lat) ||
+    !Number.isFinite(lon) ||
+    Math.abs(lat) > 90 ||
+    Math.abs(lon) > 180 ||
+    (lat === 0 && lon === 0)
+  )
+    return `coordonnées invalides (lat ${latText ?? 'absente'}, lon ${lonText ?? 'absente'})`;
+  const codePostal = get('code_postal');
+  if (codePostal !== null && !/^\d{5}$/.test(codePostal)) return `code postal invalide (${codePostal.slice(0, 20)})`;
+  const suffixe = get('rep')?.toLowerCase() ?? null;
+  const nomCommune = get('nom_commune') ?? commune.nom;
+  const ancInsee = get('code_insee_ancienne_commune')?.toUpperCase() ?? null;
+  const certification = get('certification_commune');
+  // Parcel ids that are not 14 characters of the cadastre are dropped, the address kept.
+  const parcelles = (get('cad_parcelles') ?? '')
+    .split('|')
+    .map((p) => p.trim().toUpperCase())
+    .filter((p) => PARCELLE.test(p));
+  const numeroLabel = suffixe ? `${numero} ${suffixe}` : String(numero);
+  return {
+    ligne,
+    cle: id.toLowerCase(),
+    cle_voie: `${parts[1]}_${parts[2]}`.toLowerCase(),
+    // As FANTOIR and DVF write it (`0160`, `B012`): the join key of sales to numbers.
+    code_voie: parts[2].toUpperCase(),
+    numero,
+    suffixe,
+    voie,
+    lieu_dit: get('nom_ld'),
+    code_postal: codePostal,
+    insee,
+    commune: nomCommune,
+    anc_insee: ancInsee && ancInsee !== insee ? ancInsee : null,
+    anc_nom: ancInsee && ancInsee !== insee ? get('nom_ancienne_commune') : null,
+    libelle: [numeroLabel, voie, codePostal, nomCommune].filter(Boolean).join(' '),
+    lat,
+    lon,
+    type_position: get('type_position'),
+    parcelles: parcelles.join('|'),
+    certification: certification === '1' ? true : certification === '0' ? false : null,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Database.
+// ---------------------------------------------------------------------------------------------------------------------
+
+const STAGING = `seq int, ligne int, cle text, cle_voie text, code_voie text, numero int, suffixe text, voie text,
+  lieu_dit text, code_postal text, insee text, commune text, anc_insee text, anc_nom text, libelle text,
+  lat float8, lon float8, type_position text, parcelles text, certification boolean`;
+const STAGING_TYPES = STAGING.split(',').map((c) => c.trim().split(/\s+/));
+
+/** Columns of `adresses` written by the import, in order (besides `dataset`). */
+const COLUMNS = [
+  'cle_ban',
+  'type',
+  'numero',
+  'suffixe',
+  'voie',
+  'code_voie',
+  'lieu_dit',
+  'code_postal',
+  'insee',
+  'commune',
+  'ancienne_commune_insee',
+  'ancienne_commune_nom',
+  'libelle',
+  'lat',
+  'lon',
+  'type_position',
+  'parcelles',
+  'certification',
+  'source',
+] as const;
+const COMPARED = COLUMNS.filter((c) => c !== 'cle_ban');
+
+/** One batch into the staging table: one array per column, a single statement. */
+async function writeBatch(client: PoolClient, batch: Staged[], firstSeq: number): Promise<void> {
+  const arrays = STAGING_TYPES.map(([name]) =>
+    name === 'seq' ? batch.map((_, i) => firstSeq + i) : batch.map((row) => row[name as keyof Staged]),
+  );
+  await client.query(
+    `INSERT INTO pg_temp.ban_lot SELECT * FROM unnest(${STAGING_TYPES.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})`,
+    arrays,
+  );
+}
+
+// Medians of the positions of a group's numbers, componentwise: a point on the street even when it bends.
+const MEDIANE = `percentile_cont(0.5) WITHIN GROUP (ORDER BY lat) AS lat,
+                 percentile_cont(0.5) WITHIN GROUP (ORDER BY lon) AS lon`;
+
+// Every number of the street in the same former commune.
+const SEULE_ANCIENNE = 'count(DISTINCT anc_insee) = 1 AND count(anc_insee) = count(*)';
+
+/** Numbers and the rows derived from them, in `pg_temp.ban_final` (same columns as `adresses`, without dataset). */
+async function derive(client: PoolClient): Promise<void> {
+  await client.query(`CREATE TEMP TABLE ban_final (LIKE adresses INCLUDING DEFAULTS)`);
+  await client.query(`ALTER TABLE pg_temp.ban_final DROP COLUMN dataset`);
+  const cols = COLUMNS.join(', ');
+  await client.query(
+    `INSERT INTO pg_temp.ban_final (${cols})
+     SELECT cle, 'numero', numero, suffixe, voie, code_voie, lieu_dit, code_postal, insee, commune, anc_insee, anc_nom,
+            libelle, lat, lon, type_position, coalesce(string_to_array(NULLIF(parcelles, ''), '|'), '{}'),
+            certification, 'ban'
+       FROM pg_temp.ban_lot`,
+  );
+  // A street: the most frequent of each attribute among its numbers (a street may cross a postal code boundary), the
+  // former commune only when all its numbers share it.
+  await client.query(
+    `INSERT INTO pg_temp.ban_final (${cols})
+     SELECT cle_voie, 'voie', NULL, NULL, voie, code_voie, NULL, code_postal, insee, commune, anc_insee, anc_nom,
+            concat_ws(' ', voie, code_postal, commune), lat, lon, NULL, NULL, NULL, 'ban'
+       FROM (SELECT cle_voie,
+                    mode() WITHIN GROUP (ORDER BY voie) AS voie,
+                    min(code_voie) AS code_voie,
+                    mode() WITHIN GROUP (ORDER BY code_postal) AS code_postal,
+                    mode() WITHIN GROUP (ORDER BY insee) AS insee,
+                    mode() WITHIN GROUP (ORDER BY commune) AS commune,
+                    CASE WHEN ${SEULE_ANCIENNE} THEN min(anc_insee) END AS anc_insee,
+                    CASE WHEN ${SEULE_ANCIENNE} THEN min(anc_nom) END AS anc_nom,
+                    ${MEDIANE}
+               FROM pg_temp.ban_lot GROUP BY cle_voie) v`,
+  );
+  // A lieu-dit of the numbers that carry one, unless it only repeats their street name (a number on a lieu-dit has
+  // its name as nom_voie). The file gives it no key: ours is not of the BAN shape and is never served as cle_ban.
+  await client.query(
+    `INSERT INTO pg_temp.ban_final (${cols})
+     SELECT 'ld:' || insee || ':' || left(md5(plie), 12), 'lieu_dit', NULL, NULL, NULL, NULL, lieu_dit, code_postal,
+            insee, commune, NULL, NULL, concat_ws(' ', lieu_dit, code_postal, commune), lat, lon,
+            NULL, NULL, NULL, 'ban'
+       FROM (SELECT insee, svc_plier(lieu_dit) AS plie,
+                    mode() WITHIN GROUP (ORDER BY lieu_dit) AS lieu_dit,
+                    mode() WITHIN GROUP (ORDER BY code_postal) AS code_postal,
+                    mode() WITHIN GROUP (ORDER BY commune) AS commune,
+                    ${MEDIANE}
+               FROM pg_temp.ban_lot
+              WHERE lieu_dit IS NOT NULL AND svc_plier(lieu_dit) <> svc_plier(voie)
+              GROUP BY insee, svc_plier(lieu_dit)) l`,
+  );
+  await client.query(
+    `INSERT INTO pg_temp.ban_final (${cols})
+     SELECT insee, 'commune', NULL, NULL, NULL, NULL, NULL, code_postal, insee, commune, NULL, NULL,
+            concat_ws(' ', code_postal, commune), lat, lon, NULL, NULL, NULL, 'ban'
+       FROM (SELECT insee,
+                    mode() WITHIN GROUP (ORDER BY code_postal) AS code_postal,
+                    mode() WITHIN GROUP (ORDER BY commune) AS commune,
+                    ${MEDIANE}
+               FROM pg_temp.ban_lot GROUP BY insee) c`,
+  );
+  await client.query(`ALTER TABLE pg_temp.ban_final ADD PRIMARY KEY (cle_ban)`);
+  await client.query(`ANALYZE pg_temp.ban_final`);
+}
+
+interface MergeCounts {
+  parType: Record<string, { total: number; ajoutees: number; modifiees: number }>;
+  supprimees: number;
+  communes: number;
+}
+
+async function merge(client: PoolClient, dataset: Dataset): Promise<MergeCounts> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VERROU, dataset]);
+    // Rows of other sources (an address known from a DPE only) are never overwritten.
+    const upserted = await client.query<{ type: string; ajoutees: number; modifiees: number }>(
+      `WITH up AS (
+         INSERT INTO adresses AS a (dataset, ${COLUMNS.join(', ')})
+         SELECT $1, ${COLUMNS.join(', ')} FROM pg_temp.ban_final
+         ON CONFLICT (dataset, cle_ban) DO UPDATE SET ${COMPARED.map((c) => `${c} = excluded.${c}`).join(', ')}
+         WHERE a.source = 'ban'
+           AND (${COMPARED.map((c) => `a.${c}`).join(', ')}) IS DISTINCT FROM (${COMPARED.map((c) => `excluded.${c}`).join(', ')})
+         RETURNING a.type, (xmax = 0) AS ajoutee)
+       SELECT type, count(*) FILTER (WHERE ajoutee)::int AS ajoutees,
+              count(*) FILTER (WHERE NOT ajoutee)::int AS modifiees
+         FROM up GROUP BY type`,
+      [dataset],
+    );
+    const totals = await client.query<{ type: string; n: number }>(
+      'SELECT type, count(*)::int AS n FROM pg_temp.ban_final GROUP BY type',
+    );
+    // The communes as a list: a subquery here made the planner, misled by fresh rows, compare every pair.
+    const communes = await client.query<{ insee: string }>(
+      `SELECT cle_ban AS insee FROM pg_temp.ban_final WHERE type = 'commune'`,
+    );
+    const deleted = await client.query(
+      `DELETE FROM adresses a
+        WHERE a.dataset = $1 AND a.source = 'ban' AND a.insee = ANY ($2::text[])
+          AND NOT EXISTS (SELECT 1 FROM pg_temp.ban_final f WHERE f.cle_ban = a.cle_ban)`,
+      [dataset, communes.rows.map((r) => r.insee)],
+    );
+    await client.query('COMMIT');
+    const parType: MergeCounts['parType'] = {};
+    for (const { type, n } of totals.rows) parType[type] = { total: n, ajoutees: 0, modifiees: 0 };
+    for (const r of upserted.rows) Object.assign(parType[r.type], { ajoutees: r.ajoutees, modifiees: r.modifiees });
+    return { parType, supprimees: deleted.rowCount ?? 0, communes: parType.commune?.total ?? 0 };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The import.
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * Imports a BAN `adresses-XX.csv` (or `.csv.gz`) into `dataset`. Throws ImportError, with a French message, when the
+ * file is unusable as a whole (missing, not a BAN header); a bad line is only rejected, with its reason and its line
+ * number in the file (the header is line 1).
+ */
+export async function importBan(db: Db, file: string, options: BanImportOptions = {}): Promise<ImportReport> {
+  const dataset = options.dataset ?? 'live';
+  const batchSize = Math.max(1, options.batchSize ?? 5000);
+  const info = await stat(file).catch(() => null);
+  if (!info?.isFile()) throw new ImportError(`fichier introuvable : ${file}`);
+  const report: ImportReport = { source: file, lus: 0, gardes: 0, rejetes: [], details: [] };
+  const reject = (ligne: number, motif: string) => {
+    if (report.rejetes.length < MAX_REJETS_LISTES) report.rejetes.push({ ligne, motif });
+  };
+
+  const client = await db.connect();
+  try {
+    await client.query('DROP TABLE IF EXISTS pg_temp.ban_lot, pg_temp.ban_final');
+    await client.query(`CREATE TEMP TABLE ban_lot (${STAGING})`);
+    let columns: Columns | null = null;
+    let width = 0;
+    let batch: Staged[] = [];
+    let seq = 0;
+    let parcellesIgnorees = 0;
+    const flush = async () => {
+      if (batch.length === 0) return;
+      await writeBatch(client, batch, seq);
+      seq += batch.length;
+      batch = [];
+      options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+    };
+    for await (const { n, text } of lines(file)) {
+      if (columns === null) {
+        columns = columnsOf(text);
+        width = Object.keys(columns).length;
+        continue;
+      }
+      if (text.trim() === '') continue;
+      report.lus++;
+      const fields = splitCsvLine(text);
+      const staged = stage(fields, columns, width, n);
+      if (typeof staged === 'string') {
+        reject(n, staged);
+        continue;
+      }
+      const declared = clean(fields[columns.cad_parcelles ?? -1]);
+      if (declared)
+        parcellesIgnorees += declared.split('|').length - (staged.parcelles ? staged.parcelles.split('|').length : 0);
+      report.gardes++;
+      batch.push(staged);
+      if (batch.length >= batchSize) await flush();
+    }
+    if (columns === null) throw new ImportError(`${file} est vide : en-tête BAN attendu.`);
+    await flush();
+
+    // A key seen twice: the first line wins, the others are rejected (found here, not in a Set of a million keys).
+    const doubles = await client.query<{ ligne: number; cle: string; premiere: number; n: number }>(
+      `WITH d AS (
+         DELETE FROM pg_temp.ban_lot l USING (
+           SELECT seq, cle, ligne, first_value(ligne) OVER (PARTITION BY cle ORDER BY seq) AS premiere,
+                  row_number() OVER (PARTITION BY cle ORDER BY seq) AS rang
+             FROM pg_temp.ban_lot) d
+          WHERE d.seq = l.seq AND d.rang > 1
+          RETURNING d.ligne, d.cle, d.premiere)
+       SELECT ligne, cle, premiere, count(*) OVER ()::int AS n FROM d ORDER BY ligne LIMIT ${MAX_REJETS_LISTES}`,
+    );
+    for (const d of doubles.rows) reject(d.ligne, `id en double (${d.cle}, déjà ligne ${d.premiere})`);
+    report.gardes -= doubles.rows[0]?.n ?? 0;
+    report.rejetes.sort((a, b) => a.ligne - b.ligne);
+
+    await derive(client);
+    const merged = await merge(client, dataset);
+    const written = Object.values(merged.parType).reduce((n, c) => n + c.ajoutees + c.modifiees, merged.supprimees);
+    // Fresh statistics at once: the searches that follow would otherwise be planned on the table as it was.
+    if (written > 0) await client.query('ANALYZE adresses');
+    const t = (type: string) => merged.parType[type] ?? { total: 0, ajoutees: 0, modifiees: 0 };
+    const line = (label: string, type: string) => {
+      const c = t(type);
+      return `${label.padEnd(10)}: ${c.total} (${c.ajoutees} ajoutés, ${c.modifiees} modifiés, ${c.total - c.ajoutees - c.modifiees} inchangés)`;
+    };
+    report.details.push(
+      line('numéros', 'numero'),
+      line('voies', 'voie'),
+      line('lieux-dits', 'lieu_dit'),
+      line('communes', 'commune'),
+      `supprimés : ${merged.supprimees} (absents du fichier, dans ses ${merged.communes} communes)`,
+    );
+    if (parcellesIgnorees > 0)
+      report.details.push(`parcelles : ${parcellesIgnorees} identifiants hors format (14 caractères) ignorés`);
+    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+    return report;
+  } finally {
+    await client.query('DROP TABLE IF EXISTS pg_temp.ban_lot, pg_temp.ban_final').catch(() => {});
+    client.release();
+  }
+}
+
+/** The `ban` source of the importers' CLI. */
+export const banSource: ImportSource = {
+  name: 'ban',
+  description: 'adresses de la Base Adresse Nationale : adresses-XX.csv (séparateur « ; »), ou .csv.gz',
+  async run(db, chemin, { sandbox, onProgress }) {
+    return importBan(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
+  },
+};
