@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { getDocument, VerbosityLevel } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import sharp from 'sharp';
 import { z } from 'zod';
+import type { Qualite } from '../qualite.ts';
 import type { Model, ModelPart } from '../../lib/model.ts';
 import { OutboundError, sniffType, type OutboundHttp } from '../../lib/outbound-http.ts';
 import { coordonneesDans } from '../compte/memoire-regles.ts';
@@ -564,16 +565,6 @@ export interface Reference {
   nom: string;
   type: (typeof REFERENCE_TYPES)[number];
   echeance: string | null;
-}
-
-export interface Qualite {
-  n: number | null;
-  provenance: 'mesure' | 'estime' | null;
-  incertitude: null;
-  drapeaux: string[];
-  methode: string | null;
-  donnees_du: string | null;
-  source: string;
 }
 
 export interface ReadDocumentsResult {

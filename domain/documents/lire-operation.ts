@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { QualiteSchema } from '../qualite.ts';
 import { defineOperation } from '../catalogue.ts';
 import { ApiError, invalidField, type FieldError } from '../errors.ts';
 import { runSyncTask, SyncTaskFailed } from '../taches/taches.ts';
@@ -17,21 +18,6 @@ import {
   REFERENCE_TYPES,
   type ReadDocumentsResult,
 } from './lecture.ts';
-
-const QualiteSchema = z.object({
-  n: z.number().int().min(0).nullable().describe('Faits retenus.'),
-  provenance: z.enum(['mesure', 'estime']).nullable(),
-  incertitude: z
-    .object({ demi_largeur_pct: z.number().nullable(), bas: z.number().nullable(), haut: z.number().nullable() })
-    .nullable(),
-  drapeaux: z.array(z.string()),
-  methode: z
-    .string()
-    .nullable()
-    .describe('Comment la lecture a été faite : modèle, faits retenus et écartés, mentions masquées, limites.'),
-  donnees_du: z.string().nullable(),
-  source: z.string(),
-});
 
 export const LectureDocumentSchema = z.object({
   reponse: z.string().describe('Réponse à la question ; téléphones, e-mails et noms précédés d’une civilité masqués.'),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { QualiteSchema } from '../qualite.ts';
 import { CreditsSchema, defineOperation, type OperationContext } from '../catalogue.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { balanceOf } from '../platform/ledger.ts';
@@ -6,18 +7,6 @@ import { createTask, envelopeOf, MAX_WAIT_S, readTask, taskEnvelopeSchema, type 
 import { subscriptionOfUrl } from '../webhooks/evenements.ts';
 import { adresseParCle, rechercher } from '../adresses/resoudre.ts';
 import { FORMES, NATURES_PROJET, THEMES } from './lecture.ts';
-
-const QualiteSchema = z.object({
-  n: z.number().int().min(0).nullable(),
-  provenance: z.enum(['mesure', 'estime']).nullable(),
-  incertitude: z
-    .object({ demi_largeur_pct: z.number().nullable(), bas: z.number().nullable(), haut: z.number().nullable() })
-    .nullable(),
-  drapeaux: z.array(z.string()),
-  methode: z.string().nullable(),
-  donnees_du: z.string().nullable(),
-  source: z.string(),
-});
 
 const RegleSchema = z.object({
   theme: z.enum(THEMES),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { QualiteSchema } from '../qualite.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode, isCollectiviteOutreMer, isIleDeFrance, type Commune } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
@@ -280,30 +281,6 @@ const POURQUOI_HORS_CALCUL: Partial<Record<TypeTravaux, string>> = {
 };
 /** Works taxed on the surface they create: the surface is needed. */
 const AVEC_SURFACE: readonly TypeTravaux[] = ['construction_nouvelle', 'travaux_existant', 'transformation_garage'];
-
-export const QualiteSchema = z.object({
-  n: z.number().int().min(0).nullable(),
-  provenance: z.enum(['mesure', 'estime']).nullable(),
-  incertitude: z
-    .object({ demi_largeur_pct: z.number().nullable(), bas: z.number().nullable(), haut: z.number().nullable() })
-    .nullable(),
-  drapeaux: z.array(
-    z.enum([
-      'prix_atypique',
-      'surface_atypique',
-      'vente_en_bloc',
-      'doublon_probable',
-      'date_estimee',
-      'peu_d_observations',
-      'valeur_imputee',
-      'rattachement_incertain',
-      'donnee_ancienne',
-    ]),
-  ),
-  methode: z.string().nullable(),
-  donnees_du: z.string().nullable(),
-  source: z.string(),
-});
 
 const TaxeAmenagementInputSchema = z.object({
   insee: z
