@@ -3,6 +3,8 @@ import type { Operation } from './catalogue.ts';
 import { compteOperations } from './compte/operations.ts';
 import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
+import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
+import { permisOperations } from './urbanisme/permis.ts';
 import { pluOperations } from './plu/operations.ts';
 import { taxeAmenagement } from './urbanisme/taxe-amenagement.ts';
 import { webhookOperations } from './webhooks/operations.ts';
@@ -13,6 +15,8 @@ export const OPERATIONS = [
   ...compteOperations,
   ...documentOperations,
   lireDocument,
+  ...permisOperations,
+  ...societesCivilesOperations,
   ...pluOperations,
   taxeAmenagement,
   ...webhookOperations,

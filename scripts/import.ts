@@ -8,6 +8,10 @@ import { ImportError, type ImportReport, type ImportSource } from '../domain/imp
 import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { banSource } from '../domain/adresses/import-ban.ts';
 import { communesSource } from '../domain/adresses/import-communes.ts';
+import { bodaccSource } from '../domain/entreprises/import-bodacc.ts';
+import { sireneSource } from '../domain/entreprises/import-sirene.ts';
+import { irisSource } from '../domain/territoire/import-iris.ts';
+import { permisSource } from '../domain/urbanisme/import-permis.ts';
 import { loadConfig } from '../lib/config.ts';
 
 /**
@@ -18,7 +22,10 @@ import { loadConfig } from '../lib/config.ts';
 
 /** One entry per importer; adding a source is adding it to this list. */
 const SOURCES: Record<string, ImportSource> = Object.fromEntries(
-  [communesSource, banSource, gpuSource].map((source) => [source.name, source]),
+  [communesSource, banSource, gpuSource, permisSource, sireneSource, bodaccSource, irisSource].map((source) => [
+    source.name,
+    source,
+  ]),
 );
 
 const USAGE = `Usage : npm run import -- <source> <chemin> [--sandbox] [--base-url URL]

@@ -1,0 +1,444 @@
+import type { Db } from '../../db/client.ts';
+import { plier } from '../adresses/resoudre.ts';
+import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import {
+  colonnesDe,
+  csvRecords,
+  dateIso,
+  dedoublonner,
+  exigerFichier,
+  ligneEcriture,
+  nouveauRapport,
+  separateurDe,
+  texte,
+  upsert,
+  type Dataset,
+  type Ecriture,
+  type Table,
+} from './import-commun.ts';
+import { clesBan } from './rattachement.ts';
+
+/**
+ * Importer of BODACC notices: the DILA open-data export of the `annonces-commerciales` dataset (CSV, `;`, one notice a
+ * row, JSON objects inside the columns listepersonnes, listeetablissements, jugement, acte, modificationsgenerales,
+ * radiationaurcs, depot, parutionavisprecedent), recognised by its header, plain or gzipped. Notices are upserted by
+ * their id: importing the same file twice changes nothing.
+ *
+ * Privacy. A notice about a natural person (a person of `typePersonne` pp, or persons that cannot be read) keeps no
+ * name: neither `commercant` nor the persons, nor their address; `porte_sur_personne_physique` says so. No notice
+ * keeps a free text (administration, descriptif, commentaire, complementJugement, activity), where managers and
+ * partners are named: `resume` is rebuilt from coded fields only (kind of registration, judgment, removal, filing;
+ * legal form, capital, dates) and, for modifications, from the subjects the text touches (administration, capital,
+ * seat...), never from its words.
+ */
+
+const LOT = 1000;
+const REQUISES = ['id', 'dateparution', 'familleavis'];
+
+const AVIS: Table = {
+  nom: 'avis_bodacc',
+  colonnes: [
+    ['dataset', 'text'],
+    ['id', 'text'],
+    ['publication', 'text'],
+    ['parution', 'text'],
+    ['numero_annonce', 'integer'],
+    ['date_parution', 'date'],
+    ['type_avis', 'text'],
+    ['famille', 'text'],
+    ['famille_libelle', 'text'],
+    ['categorie', 'text'],
+    ['date_effet', 'date'],
+    ['tribunal', 'text'],
+    ['ville', 'text'],
+    ['cp', 'text'],
+    ['departement', 'text'],
+    ['denomination', 'text'],
+    ['forme_juridique', 'text'],
+    ['sirens', 'text[]'],
+    ['porte_sur_personne_physique', 'boolean'],
+    ['societe_civile', 'boolean'],
+    ['siege_numero', 'text'],
+    ['siege_voie', 'text'],
+    ['siege_code_postal', 'text'],
+    ['siege_ville', 'text'],
+    ['cle_ban', 'text'],
+    ['resume', 'text'],
+    ['avis_precedent', 'text'],
+  ],
+  cle: ['dataset', 'id'],
+};
+
+export type CategorieAvis =
+  'creation' | 'modification' | 'transfert' | 'radiation' | 'procedure' | 'depot_comptes' | 'vente' | 'autre';
+
+type Objet = Record<string, unknown>;
+
+/** A JSON column: the object, null when empty, undefined when unreadable. */
+function json(value: string | null): Objet | null | undefined {
+  if (value === null) return null;
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Objet) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function liste(value: unknown): Objet[] {
+  if (Array.isArray(value)) return value.filter((v): v is Objet => v !== null && typeof v === 'object');
+  return value !== null && typeof value === 'object' ? [value as Objet] : [];
+}
+
+function chaine(value: unknown): string | null {
+  if (typeof value === 'number') return String(value);
+  return typeof value === 'string' ? texte(value) : null;
+}
+
+/** The 9-digit SIRENs of `registre` (`894670793,894 670 793`, or a JSON array) and of the persons' registrations. */
+function sirensDe(registre: string | null, personnes: Objet[]): string[] {
+  const bruts: string[] = [];
+  if (registre) {
+    let valeurs: unknown = null;
+    if (registre.startsWith('[')) {
+      try {
+        valeurs = JSON.parse(registre);
+      } catch {
+        valeurs = null;
+      }
+    }
+    bruts.push(...(Array.isArray(valeurs) ? valeurs.map(String) : registre.split(',')));
+  }
+  for (const p of personnes) {
+    const immat = p.numeroImmatriculation as Objet | undefined;
+    const n = chaine(immat?.numeroIdentification);
+    if (n) bruts.push(n);
+  }
+  const out = new Set<string>();
+  for (const b of bruts) {
+    const digits = b.replace(/\D/g, '');
+    if (digits.length === 9) out.add(digits);
+  }
+  return [...out];
+}
+
+/** Subjects a modification's text touches, named in our words (the text itself is never kept). */
+const SUJETS: Array<[RegExp, string]> = [
+  [/transfert|siege|adresse/, 'siège'],
+  [/administration|gerant|gerance|dirigeant|president|directeur|associe|commissaire/, 'administration'],
+  [/capital/, 'capital'],
+  [/denomination|raison sociale|nom commercial|enseigne/, 'dénomination'],
+  [/forme juridique|transformation/, 'forme juridique'],
+  [/activite|objet social/, 'activité'],
+  [/dissolution|liquidation amiable/, 'dissolution'],
+  [/cloture|exercice/, 'exercice social'],
+];
+
+function sujets(...textes: Array<string | null>): string[] {
+  const t = plier(textes.filter(Boolean).join(' '));
+  return SUJETS.filter(([re]) => re.test(t)).map(([, label]) => label);
+}
+
+function categorieDe(famille: string | null, textes: Array<string | null>): CategorieAvis {
+  const f = plier(famille ?? '');
+  const transfert = /transfert/.test(plier(textes.filter(Boolean).join(' ')));
+  if (f === 'creation' || f === 'immatriculation') return transfert ? 'transfert' : 'creation';
+  if (f === 'modification') return transfert ? 'transfert' : 'modification';
+  if (f === 'radiation') return 'radiation';
+  if (f === 'collective' || f === 'conciliation' || f.startsWith('retablissement')) return 'procedure';
+  if (f === 'dpc' || f.startsWith('depot')) return 'depot_comptes';
+  if (f === 'vente') return 'vente';
+  return 'autre';
+}
+
+/** A date in a JSON field (AAAA-MM-JJ, JJ/MM/AAAA, AAAAMMJJ), or null. */
+function dateDe(value: unknown): string | null {
+  const d = dateIso(chaine(value));
+  return d ?? null;
+}
+
+function capitalDe(personne: Objet | undefined): string | null {
+  const capital = personne?.capital as Objet | undefined;
+  const montant = chaine(capital?.montantCapital);
+  if (!montant || !/^[\d\s.,]+$/.test(montant)) return null;
+  return `capital ${montant} ${chaine(capital?.devise) ?? 'EUR'}`;
+}
+
+/** A controlled-vocabulary label: kept only when short and free of what would be a free text. */
+function libelle(value: unknown): string | null {
+  const t = chaine(value);
+  if (!t || t.length > 160 || /[:;]/.test(t)) return null;
+  return t.replace(/\s+/g, ' ').replace(/\.$/, '');
+}
+
+interface Lu {
+  ligne: number;
+  row: Record<string, unknown>;
+  adresse: { numero: string | null; voie: string | null; codePostal: string | null } | null;
+  jsonIllisible: boolean;
+}
+
+function avisDe(get: (n: string) => string | null, dataset: Dataset, ligne: number): Lu | string {
+  const id = get('id');
+  if (!id || !/^[A-Z0-9]{6,20}$/i.test(id)) return `id invalide (${id?.slice(0, 30) ?? 'absent'})`;
+  const dateParution = dateIso(get('dateparution'));
+  if (!dateParution) return `dateparution invalide (${get('dateparution')?.slice(0, 20) ?? 'absente'})`;
+  const numeroTexte = get('numeroannonce');
+  const numeroAnnonce = numeroTexte !== null && /^\d{1,9}$/.test(numeroTexte) ? Number(numeroTexte) : null;
+
+  let jsonIllisible = false;
+  const lire = (name: string): Objet | null => {
+    const v = json(get(name));
+    if (v === undefined) {
+      jsonIllisible = true;
+      return null;
+    }
+    return v;
+  };
+  const listePersonnes = lire('listepersonnes');
+  const personnes = liste(listePersonnes?.personne);
+  const etablissements = liste(lire('listeetablissements')?.etablissement);
+  const jugement = lire('jugement');
+  const acte = lire('acte');
+  const modifications = lire('modificationsgenerales');
+  const radiation = lire('radiationaurcs');
+  const depot = lire('depot');
+  const precedent = lire('parutionavisprecedent');
+
+  // Unreadable or absent persons: handled as a natural person, so that nothing named is kept.
+  const physique = personnes.length === 0 || personnes.some((p) => plier(chaine(p.typePersonne) ?? '') !== 'pm');
+  const morale = physique ? undefined : personnes[0];
+  const denomination = morale ? (chaine(morale.denomination) ?? get('commercant')) : null;
+  const forme = morale ? chaine(morale.formeJuridique) : null;
+  const formePliee = plier(`${forme ?? ''} ${denomination ?? ''}`);
+  const civile =
+    !physique &&
+    (/societe civile|groupement foncier|groupement forestier|groupement agricole/.test(formePliee) ||
+      /^(sci|scm|scp|scpi|sccv|gfa|gaec)\b/.test(formePliee) ||
+      /^(sci|scm|scpi|sccv)\b/.test(plier(denomination ?? '')));
+
+  const famille = get('familleavis');
+  const creation = liste(acte?.creation)[0];
+  const vente = liste(acte?.vente)[0];
+  const textesTransfert = [
+    chaine(modifications?.descriptif),
+    chaine(creation?.categorieCreation),
+    chaine(acte?.descriptif),
+  ];
+  const categorie = categorieDe(famille, textesTransfert);
+
+  const parts: string[] = [];
+  let dateEffet: string | null = null;
+  switch (categorie) {
+    case 'creation':
+    case 'transfert': {
+      const cat = libelle(creation?.categorieCreation);
+      dateEffet = dateDe(acte?.dateImmatriculation) ?? dateDe(creation?.dateCommencementActivite);
+      if (categorie === 'transfert' && plier(famille ?? '') === 'modification') {
+        parts.push('Transfert du siège');
+      } else {
+        parts.push(cat ?? (categorie === 'transfert' ? 'Immatriculation suite à transfert' : 'Immatriculation'));
+      }
+      break;
+    }
+    case 'modification': {
+      const s = sujets(chaine(modifications?.descriptif), chaine(acte?.descriptif));
+      parts.push(s.length > 0 ? `Modification : ${s.join(', ')}` : 'Modification');
+      dateEffet = dateDe(modifications?.dateEffet) ?? dateDe(modifications?.dateCommencementActivite);
+      break;
+    }
+    case 'radiation': {
+      parts.push(libelle(radiation?.radiationPM) ?? libelle(radiation?.radiationPP) ?? 'Radiation du registre');
+      dateEffet = dateDe(radiation?.dateCessationActivitePM) ?? dateDe(radiation?.dateCessationActivitePP);
+      break;
+    }
+    case 'procedure': {
+      parts.push(libelle(jugement?.nature) ?? libelle(jugement?.famille) ?? 'Procédure collective');
+      dateEffet = dateDe(jugement?.date);
+      break;
+    }
+    case 'depot_comptes': {
+      parts.push(libelle(depot?.typeDepot) ?? 'Dépôt des comptes');
+      dateEffet = dateDe(depot?.dateCloture);
+      if (dateEffet) parts.push(`clôture de l’exercice au ${dateEffet}`);
+      break;
+    }
+    case 'vente': {
+      parts.push(libelle(vente?.categorieVente) ?? 'Vente ou cession');
+      break;
+    }
+    default:
+      parts.push(libelle(get('familleavis_lib')) ?? 'Avis');
+  }
+  if (!physique) {
+    if (forme && forme.length <= 120) parts.push(forme);
+    const capital = capitalDe(morale);
+    if (capital) parts.push(capital);
+  } else {
+    parts.push('personne physique (non nommée)');
+  }
+  if (dateEffet && categorie !== 'depot_comptes') parts.push(`date d’effet ${dateEffet}`);
+  const typeAvis = get('typeavis');
+  if (typeAvis && plier(typeAvis) !== 'annonce')
+    parts.unshift(plier(typeAvis).startsWith('rectif') ? 'Rectificatif' : 'Annulation');
+
+  const seat = (morale?.adresseSiegeSocial ?? liste(etablissements[0]?.adresse)[0]) as Objet | undefined;
+  const siege =
+    !physique && seat
+      ? {
+          numero: chaine(seat.numeroVoie),
+          voie: [chaine(seat.typeVoie), chaine(seat.nomVoie)].filter(Boolean).join(' ') || null,
+          codePostal: chaine(seat.codePostal),
+          ville: chaine(seat.ville) ?? chaine(seat.localite),
+        }
+      : null;
+
+  const pub = chaine(precedent?.nomPublication);
+  const parutionPrecedente = chaine(precedent?.numeroParution);
+  const annoncePrecedente = chaine(precedent?.numeroAnnonce);
+  const cp = get('cp');
+  return {
+    ligne,
+    jsonIllisible,
+    adresse: siege ? { numero: siege.numero, voie: siege.voie, codePostal: siege.codePostal ?? cp } : null,
+    row: {
+      dataset,
+      id: id.toUpperCase(),
+      publication: get('publicationavis'),
+      parution: get('parution'),
+      numero_annonce: numeroAnnonce,
+      date_parution: dateParution,
+      type_avis: typeAvis,
+      famille,
+      famille_libelle: get('familleavis_lib'),
+      categorie,
+      date_effet: dateEffet,
+      tribunal: get('tribunal'),
+      ville: get('ville'),
+      cp: cp && /^\d{5}$/.test(cp) ? cp : null,
+      departement: get('numerodepartement'),
+      denomination,
+      forme_juridique: forme,
+      sirens: sirensDe(get('registre'), personnes),
+      porte_sur_personne_physique: physique,
+      societe_civile: civile,
+      siege_numero: siege?.numero ?? null,
+      siege_voie: siege?.voie ?? null,
+      siege_code_postal: siege?.codePostal ?? null,
+      siege_ville: siege?.ville ?? null,
+      cle_ban: null,
+      resume: `${parts.join(' ; ')}.`,
+      avis_precedent:
+        pub && parutionPrecedente && annoncePrecedente && /^\d+$/.test(annoncePrecedente)
+          ? `${pub.trim().slice(-1).toUpperCase()}${parutionPrecedente}${Number(annoncePrecedente)}`
+          : null,
+    },
+  };
+}
+
+export interface BodaccImportOptions {
+  dataset?: Dataset;
+  onProgress?: (progress: { lus: number; gardes: number }) => void;
+}
+
+/**
+ * Imports a BODACC `annonces-commerciales` CSV export into `dataset`. Throws ImportError when the file is unusable as
+ * a whole; a bad notice is rejected with its reason and the line it starts on.
+ */
+export async function importBodacc(db: Db, file: string, options: BodaccImportOptions = {}): Promise<ImportReport> {
+  const dataset = options.dataset ?? 'live';
+  await exigerFichier(file);
+  const { report, rejeter } = nouveauRapport(file);
+  let colonnes: Map<string, number> | null = null;
+  let largeur = 0;
+  let lot: Lu[] = [];
+  const ecriture: Ecriture = { ajoutees: 0, modifiees: 0 };
+  let physiques = 0;
+  let civiles = 0;
+  let rattaches = 0;
+  let illisibles = 0;
+
+  const flush = async () => {
+    if (lot.length === 0) return;
+    const uniques = dedoublonner(lot, (l) => l.row.id as string, rejeter);
+    report.gardes -= lot.length - uniques.length;
+    lot = [];
+    const cles = await clesBan(
+      db,
+      dataset,
+      uniques.map((l) => (l.adresse ? { ...l.adresse } : {})),
+    );
+    uniques.forEach((l, i) => {
+      l.row.cle_ban = cles[i];
+      if (cles[i]) rattaches++;
+      if (l.row.porte_sur_personne_physique) physiques++;
+      if (l.row.societe_civile) civiles++;
+      if (l.jsonIllisible) illisibles++;
+    });
+    const e = await upsert(
+      db,
+      AVIS,
+      uniques.map((l) => l.row),
+    );
+    ecriture.ajoutees += e.ajoutees;
+    ecriture.modifiees += e.modifiees;
+    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  };
+
+  for await (const { ligne, champs } of csvRecords(file, separateurDe)) {
+    if (colonnes === null) {
+      colonnes = colonnesDe(champs.map((c) => c.toLowerCase()));
+      largeur = champs.length;
+      const manquantes = REQUISES.filter((c) => !colonnes!.has(c));
+      if (manquantes.length > 0) {
+        throw new ImportError(
+          `En-tête BODACC attendu (export « annonces-commerciales » de la DILA, séparateur « ; ») : colonne(s) ${manquantes.join(', ')} absente(s). En-tête lu : ${champs.join(';').slice(0, 200)}`,
+        );
+      }
+      continue;
+    }
+    if (champs.length === 1 && champs[0].trim() === '') continue;
+    report.lus++;
+    if (champs.length !== largeur) {
+      rejeter(ligne, `${champs.length} colonnes au lieu de ${largeur}`);
+      continue;
+    }
+    const c = colonnes;
+    const lu = avisDe(
+      (name) => {
+        const i = c.get(name);
+        return i === undefined ? null : texte(champs[i]);
+      },
+      dataset,
+      ligne,
+    );
+    if (typeof lu === 'string') {
+      rejeter(ligne, lu);
+      continue;
+    }
+    report.gardes++;
+    lot.push(lu);
+    if (lot.length >= LOT) await flush();
+  }
+  if (colonnes === null) throw new ImportError(`${file} est vide : en-tête BODACC attendu.`);
+  await flush();
+  report.rejetes.sort((a, b) => a.ligne - b.ligne);
+  report.details.push(
+    ligneEcriture('avis', report.gardes, ecriture),
+    `sur des personnes physiques (gardés sans nom) : ${physiques}`,
+    `sur des sociétés civiles : ${civiles}`,
+    `sièges rattachés à un numéro de la BAN : ${rattaches}`,
+  );
+  if (illisibles > 0) report.details.push(`avis dont une colonne JSON est illisible (lue comme vide) : ${illisibles}`);
+  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  return report;
+}
+
+/** The `bodacc` source of the importers' CLI. */
+export const bodaccSource: ImportSource = {
+  name: 'bodacc',
+  description: 'annonces du BODACC : export CSV « annonces-commerciales » de la DILA (séparateur « ; »), ou .csv.gz',
+  async run(db, chemin, { sandbox, onProgress }) {
+    return importBodacc(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
+  },
+};

@@ -1,0 +1,422 @@
+import proj4 from 'proj4';
+import type { Db, Queryable } from '../../db/client.ts';
+import { isInseeCode } from '../communes.ts';
+import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import {
+  colonnesDe,
+  csvRecords,
+  dateIso,
+  dedoublonner,
+  exigerFichier,
+  ligneEcriture,
+  nombre,
+  nouveauRapport,
+  separateurDe,
+  texte,
+  upsert,
+  type Dataset,
+  type Ecriture,
+  type Table,
+} from './import-commun.ts';
+import { clesBan } from './rattachement.ts';
+
+/**
+ * Importer of the SIRENE v3 stock files (Insee): legal units (`StockUniteLegale`, one unit a row) or establishments
+ * (`StockEtablissement`, one establishment a row), recognised by their header, comma-separated, plain or gzipped,
+ * columns found by name (the Etalab geocoded establishment files, with `longitude`, `latitude`, `geo_id`, are read
+ * too). Rows are upserted by batches: importing the same file twice changes nothing.
+ *
+ * Privacy. A legal unit of category 1xxx is a sole trader, a natural person: neither its names (`nomUniteLegale`,
+ * `nomUsageUniteLegale`, `prenom*`, `pseudonyme*`, `sexe*`) nor its usual names are stored, and `denomination` stays
+ * null. An establishment's sign and usual name are kept only when its unit is known to be a legal entity (a sole
+ * trader's sign is often their name); importing units blanks those of sole traders whatever the order of imports.
+ * The address complement is never kept: it often reads « chez M. X », naming a manager or the person domiciled.
+ *
+ * Civil companies are legal category 65xx (6540: SCI): every unit is kept, civil ones are flagged `societe_civile`.
+ * A ceased unit (closed establishment) has `cesse_le` (`ferme_le`) = `dateDebut`, the start of its current period.
+ */
+
+const LOT = 2000;
+
+const COLONNES_UL = ['siren', 'categorieJuridiqueUniteLegale', 'etatAdministratifUniteLegale'];
+const COLONNES_ETAB = ['siren', 'nic', 'siret', 'etatAdministratifEtablissement'];
+
+const LAMBERT_93 =
+  '+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
+let lambert93: ((xy: [number, number]) => [number, number]) | undefined;
+
+const UNITES: Table = {
+  nom: 'unites_legales',
+  colonnes: [
+    ['dataset', 'text'],
+    ['siren', 'text'],
+    ['denomination', 'text'],
+    ['sigle', 'text'],
+    ['categorie_juridique', 'text'],
+    ['personne_physique', 'boolean'],
+    ['societe_civile', 'boolean'],
+    ['ape', 'text'],
+    ['nomenclature_ape', 'text'],
+    ['etat', 'text'],
+    ['cree_le', 'date'],
+    ['cesse_le', 'date'],
+    ['diffusion_partielle', 'boolean'],
+    ['purgee', 'boolean'],
+    ['tranche_effectif', 'text'],
+    ['categorie_entreprise', 'text'],
+    ['nic_siege', 'text'],
+    ['dernier_traitement', 'timestamp'],
+  ],
+  cle: ['dataset', 'siren'],
+};
+
+const ETABLISSEMENTS: Table = {
+  nom: 'etablissements',
+  colonnes: [
+    ['dataset', 'text'],
+    ['siret', 'text'],
+    ['siren', 'text'],
+    ['nic', 'text'],
+    ['siege', 'boolean'],
+    ['etat', 'text'],
+    ['cree_le', 'date'],
+    ['ferme_le', 'date'],
+    ['enseigne', 'text'],
+    ['ape', 'text'],
+    ['diffusion_partielle', 'boolean'],
+    ['numero', 'text'],
+    ['indice_repetition', 'text'],
+    ['type_voie', 'text'],
+    ['voie', 'text'],
+    ['code_postal', 'text'],
+    ['insee', 'text'],
+    ['commune', 'text'],
+    ['lat', 'float8'],
+    ['lon', 'float8'],
+    ['cle_ban', 'text'],
+    ['dernier_traitement', 'timestamp'],
+  ],
+  cle: ['dataset', 'siret'],
+};
+
+/** Whether a legal category is a natural person's (1000: entrepreneur individuel). */
+export function estPersonnePhysique(categorie: string | null): boolean {
+  return categorie !== null && categorie.startsWith('1');
+}
+
+/** Whether a legal category is a civil company's (65xx). */
+export function estSocieteCivile(categorie: string | null): boolean {
+  return categorie !== null && categorie.startsWith('65');
+}
+
+type Get = (name: string) => string | null;
+
+function horodatage(value: string | null): string | null | undefined {
+  if (value === null) return null;
+  if (/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/.test(value)) return value.replace(' ', 'T');
+  return undefined;
+}
+
+function dates(get: Get, champs: string[]): Record<string, string | null> | string {
+  const out: Record<string, string | null> = {};
+  for (const champ of champs) {
+    const d = dateIso(get(champ));
+    if (d === undefined) return `date invalide (${champ} = ${get(champ)?.slice(0, 30)})`;
+    out[champ] = d;
+  }
+  return out;
+}
+
+interface LigneUnite {
+  ligne: number;
+  row: Record<string, unknown>;
+}
+
+function uniteDe(get: Get, dataset: Dataset, ligne: number): LigneUnite | string {
+  const siren = get('siren');
+  if (!siren || !/^\d{9}$/.test(siren)) return `siren invalide (${siren?.slice(0, 20) ?? 'absent'})`;
+  const categorie = get('categorieJuridiqueUniteLegale');
+  if (categorie !== null && !/^\d{4}$/.test(categorie))
+    return `catégorie juridique invalide (${categorie.slice(0, 10)})`;
+  const etat = get('etatAdministratifUniteLegale');
+  if (etat !== null && etat !== 'A' && etat !== 'C') return `état administratif inconnu (${etat.slice(0, 10)})`;
+  const d = dates(get, ['dateCreationUniteLegale', 'dateDebut']);
+  if (typeof d === 'string') return d;
+  const traitement = horodatage(get('dateDernierTraitementUniteLegale'));
+  if (traitement === undefined) return 'date invalide (dateDernierTraitementUniteLegale)';
+  // A unit without category but with a person's name and no denomination is a person too.
+  const personne =
+    estPersonnePhysique(categorie) ||
+    (categorie === null && get('denominationUniteLegale') === null && get('nomUniteLegale') !== null);
+  return {
+    ligne,
+    row: {
+      dataset,
+      siren,
+      denomination: personne ? null : (get('denominationUniteLegale') ?? get('denominationUsuelle1UniteLegale')),
+      sigle: personne ? null : get('sigleUniteLegale'),
+      categorie_juridique: categorie,
+      personne_physique: personne,
+      societe_civile: estSocieteCivile(categorie),
+      ape: get('activitePrincipaleUniteLegale'),
+      nomenclature_ape: get('nomenclatureActivitePrincipaleUniteLegale'),
+      etat,
+      cree_le: d.dateCreationUniteLegale,
+      cesse_le: etat === 'C' ? d.dateDebut : null,
+      diffusion_partielle: (get('statutDiffusionUniteLegale') ?? 'O') !== 'O',
+      purgee: get('unitePurgeeUniteLegale')?.toLowerCase() === 'true',
+      tranche_effectif: get('trancheEffectifsUniteLegale'),
+      categorie_entreprise: get('categorieEntreprise'),
+      nic_siege: get('nicSiegeUniteLegale'),
+      dernier_traitement: traitement,
+    },
+  };
+}
+
+interface LigneEtablissement {
+  ligne: number;
+  row: Record<string, unknown>;
+  enseigne: string | null;
+  geoId: string | null;
+}
+
+function position(get: Get, insee: string | null): { lat: number | null; lon: number | null } | string {
+  const lat = nombre(get('latitude'));
+  const lon = nombre(get('longitude'));
+  if (lat !== null && lon !== null) {
+    if (!Number.isFinite(lat) || !Number.isFinite(lon) || Math.abs(lat) > 90 || Math.abs(lon) > 180) {
+      return `coordonnées invalides (${get('latitude')}, ${get('longitude')})`;
+    }
+    return { lat, lon };
+  }
+  // Insee's own stock gives Lambert-93 in metropolitan France (other systems overseas, not read here).
+  const x = nombre(get('coordonneeLambertAbscisseEtablissement'));
+  const y = nombre(get('coordonneeLambertOrdonneeEtablissement'));
+  if (x !== null && y !== null && Number.isFinite(x) && Number.isFinite(y) && insee && !insee.startsWith('97')) {
+    lambert93 ??= proj4(LAMBERT_93, 'WGS84').forward as (xy: [number, number]) => [number, number];
+    const [lo, la] = lambert93([x, y]);
+    if (la > 41 && la < 52 && lo > -6 && lo < 10)
+      return { lat: Math.round(la * 1e6) / 1e6, lon: Math.round(lo * 1e6) / 1e6 };
+  }
+  return { lat: null, lon: null };
+}
+
+function etablissementDe(get: Get, dataset: Dataset, ligne: number): LigneEtablissement | string {
+  const siren = get('siren');
+  const nic = get('nic');
+  if (!siren || !/^\d{9}$/.test(siren)) return `siren invalide (${siren?.slice(0, 20) ?? 'absent'})`;
+  if (!nic || !/^\d{5}$/.test(nic)) return `nic invalide (${nic?.slice(0, 20) ?? 'absent'})`;
+  const siret = get('siret') ?? siren + nic;
+  if (siret !== siren + nic) return `siret ${siret.slice(0, 20)} ≠ siren + nic`;
+  const etat = get('etatAdministratifEtablissement');
+  if (etat !== null && etat !== 'A' && etat !== 'F') return `état administratif inconnu (${etat.slice(0, 10)})`;
+  const d = dates(get, ['dateCreationEtablissement', 'dateDebut']);
+  if (typeof d === 'string') return d;
+  const traitement = horodatage(get('dateDernierTraitementEtablissement'));
+  if (traitement === undefined) return 'date invalide (dateDernierTraitementEtablissement)';
+  let insee = get('codeCommuneEtablissement')?.toUpperCase() ?? null;
+  if (insee !== null && !isInseeCode(insee)) insee = null;
+  const codePostal = get('codePostalEtablissement');
+  const pos = position(get, insee);
+  if (typeof pos === 'string') return pos;
+  const siege = get('etablissementSiege')?.toLowerCase();
+  const geoType = get('geo_type');
+  return {
+    ligne,
+    enseigne: get('enseigne1Etablissement') ?? get('denominationUsuelleEtablissement'),
+    geoId: geoType === 'housenumber' ? (get('geo_id')?.toLowerCase() ?? null) : null,
+    row: {
+      dataset,
+      siret,
+      siren,
+      nic,
+      siege: siege === 'true' ? true : siege === 'false' ? false : null,
+      etat,
+      cree_le: d.dateCreationEtablissement,
+      ferme_le: etat === 'F' ? d.dateDebut : null,
+      enseigne: null,
+      ape: get('activitePrincipaleEtablissement'),
+      diffusion_partielle: (get('statutDiffusionEtablissement') ?? 'O') !== 'O',
+      numero: get('numeroVoieEtablissement'),
+      indice_repetition: get('indiceRepetitionEtablissement'),
+      type_voie: get('typeVoieEtablissement'),
+      voie: get('libelleVoieEtablissement'),
+      code_postal: codePostal && /^\d{5}$/.test(codePostal) ? codePostal : null,
+      insee,
+      commune: get('libelleCommuneEtablissement'),
+      lat: pos.lat,
+      lon: pos.lon,
+      cle_ban: null,
+      dernier_traitement: traitement,
+    },
+  };
+}
+
+/** Signs are kept for units known to be legal entities; BAN keys from the file's geocoding or by matching. */
+async function completerEtablissements(db: Queryable, dataset: Dataset, lot: LigneEtablissement[]): Promise<number> {
+  const sirens = [...new Set(lot.map((l) => l.row.siren as string))];
+  const { rows } = await db.query<{ siren: string }>(
+    'SELECT siren FROM unites_legales WHERE dataset = $1 AND siren = ANY($2::text[]) AND NOT personne_physique',
+    [dataset, sirens],
+  );
+  const morales = new Set(rows.map((r) => r.siren));
+  for (const l of lot) if (morales.has(l.row.siren as string)) l.row.enseigne = l.enseigne;
+
+  const geoIds = lot.map((l) => l.geoId).filter((g): g is string => g !== null);
+  const connues = new Set(
+    geoIds.length === 0
+      ? []
+      : (
+          await db.query<{ cle_ban: string }>(
+            `SELECT cle_ban FROM adresses WHERE dataset = $1 AND type = 'numero' AND cle_ban = ANY($2::text[])`,
+            [dataset, geoIds],
+          )
+        ).rows.map((r) => r.cle_ban),
+  );
+  const cles = await clesBan(
+    db,
+    dataset,
+    lot.map((l) => ({
+      insee: l.row.insee as string | null,
+      codePostal: l.row.code_postal as string | null,
+      numero: l.row.numero as string | null,
+      suffixe: l.row.indice_repetition as string | null,
+      voie: [l.row.type_voie, l.row.voie].filter(Boolean).join(' ') || null,
+    })),
+  );
+  let rattaches = 0;
+  lot.forEach((l, i) => {
+    l.row.cle_ban = l.geoId && connues.has(l.geoId) ? l.geoId : cles[i];
+    if (l.row.cle_ban) rattaches++;
+  });
+  return rattaches;
+}
+
+function ajouter(total: Ecriture, e: Ecriture): void {
+  total.ajoutees += e.ajoutees;
+  total.modifiees += e.modifiees;
+}
+
+export interface SireneImportOptions {
+  dataset?: Dataset;
+  onProgress?: (progress: { lus: number; gardes: number }) => void;
+}
+
+/**
+ * Imports a SIRENE stock file of legal units or of establishments into `dataset`. Throws ImportError when the file is
+ * unusable as a whole (missing, neither header); a bad row is rejected with its reason and line number.
+ */
+export async function importSirene(db: Db, file: string, options: SireneImportOptions = {}): Promise<ImportReport> {
+  const dataset = options.dataset ?? 'live';
+  await exigerFichier(file);
+  const { report, rejeter } = nouveauRapport(file);
+  let genre: 'unites' | 'etablissements' | null = null;
+  let colonnes = new Map<string, number>();
+  let largeur = 0;
+  let lot: Array<LigneUnite | LigneEtablissement> = [];
+  const ecriture: Ecriture = { ajoutees: 0, modifiees: 0 };
+  let civiles = 0;
+  let personnes = 0;
+  let rattaches = 0;
+  let avecAdresse = 0;
+
+  const flush = async () => {
+    if (lot.length === 0) return;
+    const uniques = dedoublonner(lot, (l) => String(l.row.siret ?? l.row.siren), rejeter);
+    report.gardes -= lot.length - uniques.length;
+    lot = [];
+    if (genre === 'unites') {
+      ajouter(
+        ecriture,
+        await upsert(
+          db,
+          UNITES,
+          uniques.map((l) => l.row),
+        ),
+      );
+      const physiques = uniques.filter((l) => l.row.personne_physique).map((l) => l.row.siren as string);
+      civiles += uniques.filter((l) => l.row.societe_civile).length;
+      personnes += physiques.length;
+      if (physiques.length > 0) {
+        await db.query(
+          `UPDATE etablissements SET enseigne = NULL, maj_le = now()
+            WHERE dataset = $1 AND siren = ANY($2::text[]) AND enseigne IS NOT NULL`,
+          [dataset, physiques],
+        );
+      }
+    } else {
+      const etabs = uniques as LigneEtablissement[];
+      rattaches += await completerEtablissements(db, dataset, etabs);
+      avecAdresse += etabs.filter((l) => l.row.numero && l.row.voie).length;
+      ajouter(
+        ecriture,
+        await upsert(
+          db,
+          ETABLISSEMENTS,
+          etabs.map((l) => l.row),
+        ),
+      );
+    }
+    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  };
+
+  for await (const { ligne, champs } of csvRecords(file, separateurDe)) {
+    if (genre === null) {
+      colonnes = colonnesDe(champs);
+      largeur = champs.length;
+      if (COLONNES_UL.every((c) => colonnes.has(c))) genre = 'unites';
+      else if (COLONNES_ETAB.every((c) => colonnes.has(c))) genre = 'etablissements';
+      else {
+        throw new ImportError(
+          `En-tête SIRENE attendu : StockUniteLegale (${COLONNES_UL.join(', ')}…) ou StockEtablissement (${COLONNES_ETAB.join(', ')}…). En-tête lu : ${champs.join(',').slice(0, 200)}`,
+        );
+      }
+      continue;
+    }
+    if (champs.length === 1 && champs[0].trim() === '') continue;
+    report.lus++;
+    if (champs.length !== largeur) {
+      rejeter(ligne, `${champs.length} colonnes au lieu de ${largeur}`);
+      continue;
+    }
+    const get: Get = (name) => {
+      const i = colonnes.get(name);
+      return i === undefined ? null : texte(champs[i]);
+    };
+    const lu = genre === 'unites' ? uniteDe(get, dataset, ligne) : etablissementDe(get, dataset, ligne);
+    if (typeof lu === 'string') {
+      rejeter(ligne, lu);
+      continue;
+    }
+    report.gardes++;
+    lot.push(lu);
+    if (lot.length >= LOT) await flush();
+  }
+  if (genre === null) throw new ImportError(`${file} est vide : en-tête SIRENE attendu.`);
+  await flush();
+  report.rejetes.sort((a, b) => a.ligne - b.ligne);
+  if (genre === 'unites') {
+    report.details.push(
+      ligneEcriture('unités légales', report.gardes, ecriture),
+      `sociétés civiles (catégorie 65xx) : ${civiles}`,
+      `entrepreneurs individuels (catégorie 1xxx), gardés sans nom : ${personnes}`,
+    );
+  } else {
+    report.details.push(
+      ligneEcriture('établissements', report.gardes, ecriture),
+      `rattachés à un numéro de la BAN : ${rattaches} (sur ${avecAdresse} avec numéro et voie)`,
+    );
+  }
+  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  return report;
+}
+
+/** The `sirene` source of the importers' CLI. */
+export const sireneSource: ImportSource = {
+  name: 'sirene',
+  description:
+    'SIRENE (Insee), fichier stock des unités légales (StockUniteLegale) ou des établissements (StockEtablissement), CSV ou .csv.gz',
+  async run(db, chemin, { sandbox, onProgress }) {
+    return importSirene(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
+  },
+};

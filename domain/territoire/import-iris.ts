@@ -1,0 +1,235 @@
+import proj4 from 'proj4';
+import type { Db } from '../../db/client.ts';
+import { isInseeCode } from '../communes.ts';
+import {
+  dedoublonner,
+  exigerFichier,
+  ligneEcriture,
+  nouveauRapport,
+  upsert,
+  type Dataset,
+  type Ecriture,
+  type Table,
+} from '../entreprises/import-commun.ts';
+import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { areaM2, bboxOf, type Position, type ZoneGeometry } from '../urbanisme/zonage.ts';
+import { streamFeatureCollection, ZonageImportError } from '../urbanisme/zonage-import.ts';
+
+/**
+ * Importer of IRIS outlines (Insee's sub-communal units): a GeoJSON FeatureCollection, WGS84 (RFC 7946, or a `crs`
+ * naming CRS84/EPSG:4326) or Lambert-93 (EPSG:2154, reprojected), read feature by feature without holding the file.
+ *
+ * The code is 9 characters, commune then IRIS number. Files disagree on how they write it: IGN's CONTOURS-IRIS as
+ * `CODE_IRIS` text, others as an integer (`dcomiris` 674820101, with `depcom` 67482 and `iris` 101), which loses the
+ * leading zero of départements 01-09: integers are left-padded to 9 (communes to 5), and a code is rebuilt from
+ * commune and IRIS number when only those are given. Outlines are upserted by code: importing the same file twice
+ * changes nothing.
+ */
+
+const LOT = 200;
+
+const TABLE: Table = {
+  nom: 'iris',
+  colonnes: [
+    ['dataset', 'text'],
+    ['code', 'text'],
+    ['nom', 'text'],
+    ['insee', 'text'],
+    ['type', 'text'],
+    ['geometrie', 'jsonb'],
+    ['bbox_xmin', 'float8'],
+    ['bbox_ymin', 'float8'],
+    ['bbox_xmax', 'float8'],
+    ['bbox_ymax', 'float8'],
+    ['aire_m2', 'float8'],
+  ],
+  cle: ['dataset', 'code'],
+};
+
+const LAMBERT_93 =
+  '+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
+
+type Reprojection = ((p: Position) => Position) | null;
+
+function reprojectionDe(crs: unknown): Reprojection {
+  const name = String((crs as { properties?: { name?: unknown } } | null)?.properties?.name ?? '');
+  if (!name || /CRS84|EPSG:{1,2}(4326|4171)$/i.test(name)) return null;
+  if (/EPSG:{1,2}2154$/i.test(name)) {
+    const forward = proj4(LAMBERT_93, 'WGS84').forward;
+    return (p) => {
+      const [x, y] = forward([p[0], p[1]]) as [number, number];
+      return [Math.round(x * 1e7) / 1e7, Math.round(y * 1e7) / 1e7];
+    };
+  }
+  throw new ImportError(
+    `Système de coordonnées GeoJSON non géré (${name}) : seuls WGS84 (RFC 7946) et Lambert-93 (EPSG:2154) le sont.`,
+  );
+}
+
+/** A code read from text or from an integer, left-padded to `width` digits; null when it is neither. */
+export function codePadded(value: unknown, width: number): string | null {
+  if (typeof value === 'number') {
+    return Number.isInteger(value) && value >= 0 && String(value).length <= width
+      ? String(value).padStart(width, '0')
+      : null;
+  }
+  if (typeof value !== 'string') return null;
+  const v = value.trim().toUpperCase();
+  if (/^\d+$/.test(v) && v.length <= width) return v.padStart(width, '0');
+  return v.length === width ? v : null;
+}
+
+function premier(props: Record<string, unknown>, names: string[]): unknown {
+  for (const n of names) if (props[n] !== undefined && props[n] !== null && props[n] !== '') return props[n];
+  return undefined;
+}
+
+function geometrieDe(geometry: unknown, reprojection: Reprojection): ZoneGeometry | string {
+  const g = geometry as { type?: unknown; coordinates?: unknown } | null;
+  if (!g || (g.type !== 'Polygon' && g.type !== 'MultiPolygon')) {
+    return `géométrie ${String(g?.type ?? 'absente')} au lieu d’un Polygon ou MultiPolygon`;
+  }
+  const polygones = (g.type === 'Polygon' ? [g.coordinates] : g.coordinates) as unknown;
+  if (!Array.isArray(polygones) || polygones.length === 0) return 'coordonnées absentes';
+  const lus: Position[][][] = [];
+  for (const polygone of polygones) {
+    if (!Array.isArray(polygone) || polygone.length === 0) return 'polygone vide';
+    const anneaux: Position[][] = [];
+    for (const anneau of polygone) {
+      if (!Array.isArray(anneau) || anneau.length < 4) return 'anneau de moins de 4 points';
+      const points: Position[] = [];
+      for (const point of anneau) {
+        if (!Array.isArray(point) || typeof point[0] !== 'number' || typeof point[1] !== 'number') {
+          return 'point mal formé';
+        }
+        const p = reprojection ? reprojection(point) : [point[0], point[1]];
+        if (!Number.isFinite(p[0]) || !Number.isFinite(p[1]) || Math.abs(p[0]) > 180 || Math.abs(p[1]) > 90) {
+          return `coordonnées hors WGS84 (${point[0]}, ${point[1]}) : un fichier en Lambert-93 doit le dire (crs EPSG:2154)`;
+        }
+        points.push(p);
+      }
+      anneaux.push(points);
+    }
+    lus.push(anneaux);
+  }
+  return g.type === 'Polygon' ? { type: 'Polygon', coordinates: lus[0] } : { type: 'MultiPolygon', coordinates: lus };
+}
+
+interface Lu {
+  ligne: number;
+  row: Record<string, unknown>;
+}
+
+function irisDe(feature: unknown, reprojection: Reprojection, dataset: Dataset, ligne: number): Lu | string {
+  const f = feature as { type?: unknown; properties?: unknown; geometry?: unknown } | null;
+  if (!f || f.type !== 'Feature') return 'élément autre qu’une Feature';
+  const props = Object.fromEntries(
+    Object.entries((f.properties ?? {}) as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), v]),
+  );
+  const communeBrute = premier(props, ['insee_com', 'depcom', 'code_insee', 'insee', 'codgeo_com', 'com']);
+  let insee = communeBrute === undefined ? null : codePadded(communeBrute, 5);
+  const codeBrut = premier(props, ['code_iris', 'dcomiris', 'iris_code', 'codgeo', 'code']);
+  let code = codeBrut === undefined ? null : codePadded(codeBrut, 9);
+  if (code === null && codeBrut === undefined && insee !== null) {
+    const numero = premier(props, ['iris', 'num_iris']);
+    const n = numero === undefined ? null : codePadded(numero, 4);
+    if (n !== null) code = insee + n;
+  }
+  if (code === null) return `code IRIS absent ou invalide (${String(codeBrut ?? 'absent').slice(0, 20)})`;
+  if (!/^(?:\d{2}|2[AB])\d{7}$/.test(code)) return `code IRIS invalide (${code})`;
+  insee ??= code.slice(0, 5);
+  if (!isInseeCode(insee)) return `code commune invalide (${insee})`;
+  if (!code.startsWith(insee)) return `le code IRIS ${code} n’est pas dans la commune ${insee}`;
+  const geometrie = geometrieDe(f.geometry, reprojection);
+  if (typeof geometrie === 'string') return geometrie;
+  const bbox = bboxOf(geometrie);
+  const nom = premier(props, ['nom_iris', 'name', 'nom', 'libelle', 'lib_iris', 'libiris']);
+  const type = premier(props, ['typ_iris', 'type_iris', 'typ']);
+  return {
+    ligne,
+    row: {
+      dataset,
+      code,
+      nom: nom === undefined ? null : String(nom).trim(),
+      insee,
+      type: type === undefined ? null : String(type).trim().toUpperCase(),
+      geometrie,
+      bbox_xmin: bbox.xmin,
+      bbox_ymin: bbox.ymin,
+      bbox_xmax: bbox.xmax,
+      bbox_ymax: bbox.ymax,
+      aire_m2: Math.round(areaM2(geometrie)),
+    },
+  };
+}
+
+export interface IrisImportOptions {
+  dataset?: Dataset;
+  onProgress?: (progress: { lus: number; gardes: number }) => void;
+}
+
+/** Imports the IRIS outlines of a GeoJSON FeatureCollection into `dataset`; a bad feature is rejected with why. */
+export async function importIris(db: Db, file: string, options: IrisImportOptions = {}): Promise<ImportReport> {
+  const dataset = options.dataset ?? 'live';
+  await exigerFichier(file);
+  const { report, rejeter } = nouveauRapport(file);
+  let reprojection: Reprojection = null;
+  let lot: Lu[] = [];
+  const ecriture: Ecriture = { ajoutees: 0, modifiees: 0 };
+  const communes = new Set<string>();
+
+  const flush = async () => {
+    if (lot.length === 0) return;
+    const uniques = dedoublonner(lot, (l) => l.row.code as string, rejeter);
+    report.gardes -= lot.length - uniques.length;
+    lot = [];
+    const e = await upsert(
+      db,
+      TABLE,
+      uniques.map((l) => l.row),
+    );
+    ecriture.ajoutees += e.ajoutees;
+    ecriture.modifiees += e.modifiees;
+    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  };
+
+  try {
+    for await (const item of streamFeatureCollection(file)) {
+      if ('crs' in item) {
+        reprojection = reprojectionDe(item.crs);
+        continue;
+      }
+      report.lus++;
+      if ('motif' in item) {
+        rejeter(item.ligne, item.motif);
+        continue;
+      }
+      const lu = irisDe(item.feature, reprojection, dataset, item.ligne);
+      if (typeof lu === 'string') {
+        rejeter(item.ligne, lu);
+        continue;
+      }
+      report.gardes++;
+      communes.add(lu.row.insee as string);
+      lot.push(lu);
+      if (lot.length >= LOT) await flush();
+    }
+  } catch (error) {
+    if (error instanceof ZonageImportError) throw new ImportError(error.message);
+    throw error;
+  }
+  await flush();
+  report.rejetes.sort((a, b) => a.ligne - b.ligne);
+  report.details.push(ligneEcriture('IRIS', report.gardes, ecriture), `communes : ${communes.size}`);
+  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  return report;
+}
+
+/** The `iris` source of the importers' CLI. */
+export const irisSource: ImportSource = {
+  name: 'iris',
+  description: 'contours IRIS (Insee/IGN) : GeoJSON FeatureCollection en WGS84 ou Lambert-93, codes texte ou entiers',
+  async run(db, chemin, { sandbox, onProgress }) {
+    return importIris(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
+  },
+};
