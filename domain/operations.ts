@@ -3,6 +3,8 @@ import type { Operation } from './catalogue.ts';
 import { compteOperations } from './compte/operations.ts';
 import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
+import { faitsAdresse } from './dpe/faits.ts';
+import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
 import { permisOperations } from './urbanisme/permis.ts';
 import { pluOperations } from './plu/operations.ts';
@@ -15,6 +17,8 @@ export const OPERATIONS = [
   ...compteOperations,
   ...documentOperations,
   lireDocument,
+  faitsAdresse,
+  ...dvfOperations,
   ...permisOperations,
   ...societesCivilesOperations,
   ...pluOperations,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Queryable } from '../db/client.ts';
 
 /**
  * The `qualite` block of the overview (value-quality), shared by every operation that serves one: one schema, so the
@@ -38,4 +39,25 @@ export type Qualite = z.infer<typeof QualiteSchema>;
 export function drapeaux(flags: Iterable<Drapeau>): Drapeau[] {
   const set = new Set(flags);
   return DRAPEAUX.filter((d) => set.has(d));
+}
+
+/** Label of the live data when the embedded default filled it with the generated demonstration territory. */
+export const SOURCE_DEMONSTRATION = 'démonstration (données fictives)';
+/** The `parametres` row present while the live dataset holds the demonstration data. */
+export const PARAMETRE_DEMONSTRATION = 'donnees_live_demonstration';
+
+/**
+ * The result with the `source` of its `qualite` block as served: the demonstration label when the live dataset
+ * holds the generated territory, so that nobody takes fictitious data for real.
+ */
+export async function servedSource<T extends { qualite: { source: string } }>(
+  db: Queryable,
+  dataset: 'live' | 'sandbox',
+  result: T,
+): Promise<T> {
+  if (dataset !== 'live') return result;
+  const { rows } = await db.query<{ valeur: string }>('SELECT valeur FROM parametres WHERE nom = $1', [
+    PARAMETRE_DEMONSTRATION,
+  ]);
+  return rows[0] ? { ...result, qualite: { ...result.qualite, source: rows[0].valeur } } : result;
 }

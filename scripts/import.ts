@@ -8,6 +8,8 @@ import { ImportError, type ImportReport, type ImportSource } from '../domain/imp
 import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { banSource } from '../domain/adresses/import-ban.ts';
 import { communesSource } from '../domain/adresses/import-communes.ts';
+import { dpeSource } from '../domain/dpe/import.ts';
+import { dvfSource } from '../domain/dvf/import.ts';
 import { bodaccSource } from '../domain/entreprises/import-bodacc.ts';
 import { sireneSource } from '../domain/entreprises/import-sirene.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
@@ -22,10 +24,17 @@ import { loadConfig } from '../lib/config.ts';
 
 /** One entry per importer; adding a source is adding it to this list. */
 const SOURCES: Record<string, ImportSource> = Object.fromEntries(
-  [communesSource, banSource, gpuSource, permisSource, sireneSource, bodaccSource, irisSource].map((source) => [
-    source.name,
-    source,
-  ]),
+  [
+    communesSource,
+    banSource,
+    dvfSource,
+    dpeSource,
+    gpuSource,
+    permisSource,
+    sireneSource,
+    bodaccSource,
+    irisSource,
+  ].map((source) => [source.name, source]),
 );
 
 const USAGE = `Usage : npm run import -- <source> <chemin> [--sandbox] [--base-url URL]

@@ -9,6 +9,7 @@ import { createDb } from '../db/client.ts';
 import { modelFromConfig } from '../lib/model.ts';
 import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { startWorker } from '../worker/worker.ts';
+import { loadSandbox } from '../domain/sandbox/load.ts';
 import { startTemporalDevServer } from './temporal-server.ts';
 
 /**
@@ -59,6 +60,8 @@ try {
   }
   server = await startServer(config, databaseUrl);
   stops.unshift(server.close);
+  // The frozen sandbox read by pk_test_ keys. Idempotent: a second start changes nothing.
+  await loadSandbox(server.db, { dataset: 'sandbox', log: (line) => console.log(`  ${line}`) });
   const workerDb = createDb(databaseUrl);
   const worker = await startWorker({
     address: config.TEMPORAL_ADDRESS,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { defineOperation, type OperationContext } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
-import { drapeaux, QualiteSchema, type Drapeau } from '../qualite.ts';
+import { drapeaux, QualiteSchema, servedSource, type Drapeau } from '../qualite.ts';
 
 /**
  * permis_adresse: the authorisations of the national permits database (Sitadel) at a BAN number or on a cadastral
@@ -414,7 +414,11 @@ export const permisAdresse = defineOperation({
     }
     const parcelles = a.parcelles ?? [];
     const lues = await lire(db, dataset, a.cle_ban, parcelles, entree.depuis ?? null);
-    return sortie({ cle_ban: a.cle_ban, id_parcelle: null, insee: a.insee, parcelles }, lues, aujourdHui(ctx));
+    return servedSource(
+      db,
+      dataset,
+      sortie({ cle_ban: a.cle_ban, id_parcelle: null, insee: a.insee, parcelles }, lues, aujourdHui(ctx)),
+    );
   },
 });
 
@@ -425,16 +429,21 @@ export const permisParcelle = defineOperation({
   summary: 'Autorisations d’urbanisme d’une parcelle',
   input: ParcelleInput,
   async handler(entree, ctx) {
-    const lues = await lire(ctx.services.db, datasetOf(ctx), null, [entree.id_parcelle], null);
-    return sortie(
-      {
-        cle_ban: null,
-        id_parcelle: entree.id_parcelle,
-        insee: entree.id_parcelle.slice(0, 5),
-        parcelles: [entree.id_parcelle],
-      },
-      lues,
-      aujourdHui(ctx),
+    const dataset = datasetOf(ctx);
+    const lues = await lire(ctx.services.db, dataset, null, [entree.id_parcelle], null);
+    return servedSource(
+      ctx.services.db,
+      dataset,
+      sortie(
+        {
+          cle_ban: null,
+          id_parcelle: entree.id_parcelle,
+          insee: entree.id_parcelle.slice(0, 5),
+          parcelles: [entree.id_parcelle],
+        },
+        lues,
+        aujourdHui(ctx),
+      ),
     );
   },
 });

@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../../../lib/net.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertSafeKey, createFolderStorage, createS3Storage, presignS3Get, signV4 } from '../../../lib/storage.ts';
 
@@ -121,16 +121,7 @@ describe('AWS Signature V4', () => {
 // content types, 404s, pre-signed GETs), not the signatures, which the reference values above cover.
 const moto = spawnSync('moto_server', ['--help'], { stdio: 'ignore' }).status === 0;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-describe.skipIf(!moto)('S3 storage against a local S3 server', () => {
+describe.skipIf(!moto)('S3 storage against a local S3 server (skipped when moto_server is absent)', () => {
   let server: ChildProcess;
   let endpoint: string;
   beforeAll(async () => {

@@ -1,0 +1,439 @@
+/**
+ * DVF benchmark (`node bench/dvf.ts`): an Etalab "DVF géolocalisées" CSV of BENCH_DVF rows (1 000 000 by default),
+ * generated deterministically (realistic mutations of 1 to 4 lines over a few hundred real communes), then:
+ * - PostgreSQL's own `COPY` of the same rows into a plain staging table of 40 text columns: the limit;
+ * - the importer on the same file (parse, group, fold, COPY to staging, upsert into the indexed table, BAN
+ *   attachment), then again (nothing to write);
+ * - `ventes` through its handler, one call at a time: 500 searches around random points (radius 300-1000 m, 20
+ *   mutations a page, sorted by distance), and 200 commune listings.
+ * Figures go to bench/RESULTS.md, section "DVF".
+ */
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { createDb } from '../db/client.ts';
+import { startEmbeddedPostgres } from '../db/embedded.ts';
+import { migrate } from '../db/migrate.ts';
+import type { OperationContext } from '../domain/catalogue.ts';
+import { copyFrom, importDvf } from '../domain/dvf/import.ts';
+import { ventes } from '../domain/dvf/operations.ts';
+import { createCursors } from '../lib/cursor.ts';
+import { machine, writeSection } from './results.ts';
+
+const ROWS = Number(process.env.BENCH_DVF ?? 1_000_000);
+const COMMUNES = 300;
+const POINT_QUERIES = 500;
+const COMMUNE_QUERIES = 200;
+const SEED = 20_261_122;
+
+/** mulberry32: a small seeded generator, the same file on every run. */
+function generator(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+  return {
+    next,
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(list: readonly T[]) => list[Math.floor(next() * list.length)],
+    between: (min: number, max: number) => min + next() * (max - min),
+  };
+}
+type Rng = ReturnType<typeof generator>;
+
+interface Commune {
+  code: string;
+  nom: string;
+  cp: string;
+  lat: number;
+  lon: number;
+}
+
+/** Real communes of metropolitan France outside Alsace-Moselle, every n-th by code; a made-up centre. */
+function communes(rng: Rng): Commune[] {
+  const require = createRequire(import.meta.url);
+  const all = (
+    require('@etalab/decoupage-administratif/data/communes.json') as Array<{
+      code: string;
+      nom: string;
+      type: string;
+      zone: string;
+      departement?: string;
+      codesPostaux?: string[];
+    }>
+  ).filter(
+    (c) =>
+      c.type === 'commune-actuelle' &&
+      c.zone === 'metro' &&
+      c.codesPostaux?.length &&
+      !['57', '67', '68'].includes(c.departement ?? ''),
+  );
+  const step = Math.floor(all.length / COMMUNES);
+  return Array.from({ length: COMMUNES }, (_, i) => {
+    const c = all[i * step];
+    return { code: c.code, nom: c.nom, cp: c.codesPostaux![0], lat: 43.3 + rng.next() * 6, lon: -1 + rng.next() * 7 };
+  });
+}
+
+const HEADER =
+  'id_mutation,date_mutation,numero_disposition,nature_mutation,valeur_fonciere,adresse_numero,adresse_suffixe,adresse_nom_voie,adresse_code_voie,code_postal,code_commune,nom_commune,code_departement,ancien_code_commune,ancien_nom_commune,id_parcelle,ancien_id_parcelle,numero_volume,lot1_numero,lot1_surface_carrez,lot2_numero,lot2_surface_carrez,lot3_numero,lot3_surface_carrez,lot4_numero,lot4_surface_carrez,lot5_numero,lot5_surface_carrez,nombre_lots,code_type_local,type_local,surface_reelle_bati,nombre_pieces_principales,code_nature_culture,nature_culture,code_nature_culture_speciale,nature_culture_speciale,surface_terrain,longitude,latitude';
+const VOIES = [
+  'RUE DE LA GARE',
+  'AVENUE JEAN JAURES',
+  'CHEMIN DU MOULIN',
+  'RUE VICTOR HUGO',
+  'ALLEE DES PINS',
+  'LE BOURG',
+];
+const CULTURES: Array<[string, string]> = [
+  ['S', 'sols'],
+  ['J', 'jardins'],
+  ['T', 'terres'],
+  ['P', 'prés'],
+  ['AG', "terrains d'agrément"],
+];
+const LOCAUX = {
+  maison: ['1', 'Maison'],
+  appartement: ['2', 'Appartement'],
+  dependance: ['3', 'Dépendance'],
+  local: ['4', 'Local industriel. commercial ou assimilé'],
+} as const;
+
+interface Line {
+  type?: keyof typeof LOCAUX;
+  surface?: number;
+  pieces?: number;
+  lot?: string;
+  carrez?: number;
+  culture?: [string, string];
+  terrain?: number;
+  parcelle: string;
+}
+
+/** One mutation: 1 to 4 lines, as DVF writes them (a parcel's locals times its land subdivisions). */
+function mutation(rng: Rng, parcelle: () => string): { lines: Line[]; valeur: number; nature: string } {
+  const kind = rng.next();
+  if (kind < 0.42) {
+    const p = parcelle();
+    const surface = 18 + rng.int(100);
+    const lines: Line[] = [
+      {
+        type: 'appartement',
+        surface,
+        pieces: 1 + Math.floor(surface / 25),
+        lot: String(1 + rng.int(300)),
+        carrez: surface - rng.int(3),
+        parcelle: p,
+      },
+    ];
+    if (rng.next() < 0.35) lines.push({ type: 'dependance', lot: String(301 + rng.int(100)), parcelle: p });
+    const vefa = rng.next() < 0.1;
+    return {
+      lines,
+      valeur: Math.round(surface * rng.between(1500, 6500)),
+      nature: vefa ? "Vente en l'état futur d'achèvement" : 'Vente',
+    };
+  }
+  if (kind < 0.8) {
+    const p = parcelle();
+    const surface = 60 + rng.int(140);
+    const subdivisions = Array.from({ length: 1 + rng.int(2) }, () => ({
+      culture: rng.pick(CULTURES),
+      terrain: 100 + rng.int(2000),
+    }));
+    const locaux: Line[] = [{ type: 'maison', surface, pieces: 2 + Math.floor(surface / 30), parcelle: p }];
+    if (rng.next() < 0.5) locaux.push({ type: 'dependance', parcelle: p });
+    const lines = locaux.flatMap((l) => subdivisions.map((s) => ({ ...l, ...s })));
+    return { lines, valeur: Math.round(surface * rng.between(1000, 4500)), nature: 'Vente' };
+  }
+  if (kind < 0.93) {
+    const lines = Array.from({ length: 1 + rng.int(3) }, () => ({
+      culture: rng.pick(CULTURES),
+      terrain: 200 + rng.int(5000),
+      parcelle: parcelle(),
+    }));
+    const batir = rng.next() < 0.3;
+    return { lines, valeur: 5000 + rng.int(150_000), nature: batir ? 'Vente terrain à bâtir' : 'Vente' };
+  }
+  const p = parcelle();
+  const surface = 40 + rng.int(400);
+  return {
+    lines: [{ type: 'local', surface, pieces: 0, parcelle: p }],
+    valeur: Math.round(surface * rng.between(600, 3000)),
+    nature: rng.next() < 0.05 ? 'Adjudication' : 'Vente',
+  };
+}
+
+interface Point {
+  lat: number;
+  lon: number;
+}
+
+async function generate(file: string): Promise<{ bytes: number; mutations: number; points: Point[]; list: Commune[] }> {
+  const rng = generator(SEED);
+  const list = communes(rng);
+  const out = createWriteStream(file);
+  const write = async (text: string) => {
+    if (!out.write(text)) await once(out, 'drain');
+  };
+  await write(`${HEADER}\n`);
+  let written = 0;
+  let mutations = 0;
+  const points: Point[] = [];
+  let buffer = '';
+  while (written < ROWS) {
+    const c = rng.pick(list);
+    const year = 2021 + rng.int(4);
+    const date = `${year}-${String(1 + rng.int(12)).padStart(2, '0')}-${String(1 + rng.int(28)).padStart(2, '0')}`;
+    const id = `${year}-${mutations + 1}`;
+    const section = `${String.fromCharCode(65 + rng.int(26))}${String.fromCharCode(65 + rng.int(26))}`;
+    const parcelle = () => `${c.code}000${section}${String(1 + rng.int(9999)).padStart(4, '0')}`;
+    const { lines, valeur, nature } = mutation(rng, parcelle);
+    // Within ~3 km of the centre; 2 % of mutations without coordinates, as real files have some.
+    const lat = c.lat + (rng.next() - 0.5) * 0.05;
+    const lon = c.lon + (rng.next() - 0.5) * 0.07;
+    const situee = rng.next() >= 0.02;
+    const voie = rng.pick(VOIES);
+    const numero = 1 + rng.int(120);
+    if (mutations % 1000 === 0) points.push({ lat, lon });
+    for (const l of lines) {
+      if (written >= ROWS) break;
+      // One line in ten thousand is broken (an impossible date), to be rejected with its reason.
+      const broken = rng.next() < 0.0001;
+      const [code, libelle] = l.type ? LOCAUX[l.type] : ['', ''];
+      buffer +=
+        [
+          id,
+          broken ? `${year}-02-31` : date,
+          '000001',
+          nature,
+          valeur,
+          numero,
+          '',
+          voie,
+          String(1 + rng.int(900)).padStart(4, '0'),
+          c.cp,
+          c.code,
+          c.nom.includes(',') ? `"${c.nom}"` : c.nom,
+          c.code.slice(0, 2),
+          '',
+          '',
+          l.parcelle,
+          '',
+          '',
+          l.lot ?? '',
+          l.carrez ?? '',
+          '',
+          '',
+          '',
+          '',
+          '',
+          '',
+          '',
+          '',
+          l.lot ? 1 : 0,
+          code,
+          libelle,
+          l.surface ?? '',
+          l.pieces ?? '',
+          l.culture?.[0] ?? '',
+          l.culture?.[1] ?? '',
+          '',
+          '',
+          l.terrain ?? '',
+          situee ? lon.toFixed(6) : '',
+          situee ? lat.toFixed(6) : '',
+        ].join(',') + '\n';
+      written++;
+    }
+    mutations++;
+    if (buffer.length > 1 << 20) {
+      await write(buffer);
+      buffer = '';
+    }
+  }
+  await write(buffer);
+  out.end();
+  await once(out, 'finish');
+  return { bytes: (await stat(file)).size, mutations, points, list };
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+let stopDb: (() => Promise<void>) | undefined;
+let databaseUrl = process.env.DATABASE_URL;
+const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-dvf-'));
+// As root, the embedded server runs as an unprivileged user that must reach its folder.
+await chmod(dir, 0o755);
+if (!databaseUrl) {
+  const server = await startEmbeddedPostgres(path.join(dir, 'pg'));
+  databaseUrl = server.url;
+  stopDb = server.stop;
+}
+// CPU seconds of this process (both threads) and of the embedded server's processes (null on DATABASE_URL), since
+// `from` when given: where the time of an import goes.
+interface Cpu {
+  node: number;
+  pg: number | null;
+}
+const postmaster = process.env.DATABASE_URL
+  ? null
+  : readFileSync(path.join(dir, 'pg', 'postgres', 'postmaster.pid'), 'utf8')
+      .split('\n')[0]
+      .trim();
+function pgCpu(): number | null {
+  if (!postmaster) return null;
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (pid === postmaster || stat[1] === postmaster) ticks += Number(stat[11]) + Number(stat[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks / 100;
+}
+function cpu(from?: Cpu): Cpu {
+  const u = process.cpuUsage();
+  const now = { node: (u.user + u.system) / 1e6, pg: pgCpu() };
+  if (!from) return now;
+  return { node: now.node - from.node, pg: now.pg === null || from.pg === null ? null : now.pg - from.pg };
+}
+const cpuText = (c: Cpu) => `${c.node.toFixed(1)} s / ${c.pg === null ? 'n/a' : `${c.pg.toFixed(1)} s`}`;
+
+const db = createDb(databaseUrl, 4);
+try {
+  await migrate(db);
+  // A rerun on DATABASE_URL starts from empty tables, so that the first import is a first import.
+  await db.query(`DELETE FROM dvf_mutations WHERE dataset = 'live'; DELETE FROM dvf_millesimes WHERE dataset = 'live'`);
+  const file = path.join(dir, 'dvf-bench.csv');
+  let t0 = performance.now();
+  const { bytes, mutations, points, list } = await generate(file);
+  const generationS = (performance.now() - t0) / 1000;
+  console.log(
+    `fichier : ${ROWS} lignes, ${mutations} mutations, ${(bytes / 2 ** 20).toFixed(0)} Mio en ${generationS.toFixed(1)} s`,
+  );
+
+  // The limit: PostgreSQL's own COPY of the same rows, as they are, into a plain table.
+  const client = await db.connect();
+  let copyS: number;
+  let copyCpu: Cpu;
+  try {
+    await client.query('DROP TABLE IF EXISTS dvf_copy_bench');
+    await client.query(
+      `CREATE TABLE dvf_copy_bench (${HEADER.split(',')
+        .map((c) => `${c} text`)
+        .join(', ')})`,
+    );
+    t0 = performance.now();
+    copyCpu = cpu();
+    const copied = await copyFrom(
+      client,
+      'COPY dvf_copy_bench FROM STDIN WITH (FORMAT csv, HEADER true)',
+      createReadStream(file, { highWaterMark: 1 << 20 }),
+    );
+    copyS = (performance.now() - t0) / 1000;
+    copyCpu = cpu(copyCpu);
+    console.log(`COPY : ${copied} lignes en ${copyS.toFixed(1)} s`);
+    await client.query('DROP TABLE dvf_copy_bench');
+  } finally {
+    client.release();
+  }
+
+  let peakRss = 0;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  const rssBefore = process.memoryUsage().rss;
+  t0 = performance.now();
+  let importCpu = cpu();
+  const report = await importDvf(db, file);
+  const importS = (performance.now() - t0) / 1000;
+  importCpu = cpu(importCpu);
+  t0 = performance.now();
+  let againCpu = cpu();
+  const again = await importDvf(db, file);
+  const againS = (performance.now() - t0) / 1000;
+  againCpu = cpu(againCpu);
+  clearInterval(sampler);
+  console.log(report);
+  await db.query('VACUUM ANALYZE dvf_mutations');
+
+  const ctx = {
+    caller: { organisationId: 'bench', cleId: 'bench', compteId: null, sandbox: false, portees: ['adresse'] },
+    requestId: 'bench',
+    signal: new AbortController().signal,
+    services: { db, cursors: createCursors('bench'), now: () => new Date() },
+  } as unknown as OperationContext;
+  const rng = generator(SEED + 1);
+  const call = (input: Record<string, unknown>) => ventes.handler(ventes.input.parse(input), ctx);
+  // A few calls first: connections opened, plans and caches warm.
+  for (const p of points.slice(0, 20)) await call({ lat: p.lat, lon: p.lon, rayon_m: 500 });
+
+  const point: number[] = [];
+  let served = 0;
+  let full = 0;
+  for (let i = 0; i < POINT_QUERIES; i++) {
+    const p = rng.pick(points);
+    const input = {
+      lat: p.lat + (rng.next() - 0.5) * 0.01,
+      lon: p.lon + (rng.next() - 0.5) * 0.014,
+      rayon_m: 300 + rng.int(701),
+    };
+    const start = performance.now();
+    const out = await call(input);
+    point.push(performance.now() - start);
+    served += out.donnees.length;
+    if (out.curseur_suivant) full++;
+  }
+  const commune: number[] = [];
+  for (let i = 0; i < COMMUNE_QUERIES; i++) {
+    const start = performance.now();
+    await call({ insee: rng.pick(list).code });
+    commune.push(performance.now() - start);
+  }
+  point.sort((a, b) => a - b);
+  commune.sort((a, b) => a - b);
+  const ms = (x: number) => x.toFixed(1);
+  const rate = (s: number) => Math.round(ROWS / s).toLocaleString('en');
+  const ratio = copyS / importS;
+  const m = again.mutations;
+  const database = process.env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : 'embedded PostgreSQL 18';
+  await writeSection(
+    'DVF',
+    `Machine: ${machine()}, ${database}.
+Generated Etalab "DVF géolocalisées" file (seed ${SEED}): ${ROWS.toLocaleString('en')} rows, ${mutations.toLocaleString('en')} mutations of 1 to 4 lines (flats with lots and dependencies, houses times their land subdivisions, land, business premises) over ${COMMUNES} real communes with made-up centres, ${(bytes / 2 ** 20).toFixed(0)} MiB; 2 % of mutations without coordinates, one row in ten thousand with an impossible date.
+
+| import | value | CPU node / PostgreSQL |
+| --- | --- | --- |
+| PostgreSQL \`COPY\` of the same rows into a plain table of 40 text columns (the limit) | ${copyS.toFixed(1)} s, ${rate(copyS)} rows/s | ${cpuText(copyCpu)} |
+| importer: parse, group, fold (worker thread), COPY of new mutations into the indexed table | ${importS.toFixed(1)} s, **${rate(importS)} rows/s** | ${cpuText(importCpu)} |
+| importer / COPY | **${(ratio * 100).toFixed(0)} %** (target ≥ 30 %) | |
+| rows read / kept / rejected | ${report.lus} / ${report.gardes} / ${report.lus - report.gardes} | |
+| mutations written | ${report.mutations.ajoutees} | |
+| same file again | ${againS.toFixed(1)} s, ${m.ajoutees + m.modifiees === 0 ? `nothing written (${m.inchangees} unchanged)` : `${m.ajoutees + m.modifiees} WRITTEN (not idempotent)`} | ${cpuText(againCpu)} |
+| peak RSS of the process during both imports | ${Math.round(peakRss / 2 ** 20)} MiB (${Math.round(rssBefore / 2 ** 20)} MiB before) | |
+
+The table written has six indexes: primary key, commune and date, GIN on parcels, BAN key (partial), street number, position cell. The importer reads and folds in a worker thread while the main thread writes; its node CPU counts both threads.
+
+\`ventes\` through its handler, one call at a time, on ${report.mutations.ajoutees.toLocaleString('en')} mutations:
+
+| search | calls | p50 ms | p95 ms | max ms |
+| --- | --- | --- | --- | --- |
+| around a point, radius 300-1000 m, sorted by distance, 20 a page | ${POINT_QUERIES} | ${ms(percentile(point, 50))} | **${ms(percentile(point, 95))}** | ${ms(point.at(-1)!)} |
+| a commune, newest first, 20 a page | ${COMMUNE_QUERIES} | ${ms(percentile(commune, 50))} | ${ms(percentile(commune, 95))} | ${ms(commune.at(-1)!)} |
+
+Around a point: ${(served / POINT_QUERIES).toFixed(1)} mutations served per call on average, ${full} of ${POINT_QUERIES} with a next page; target p95 < 50 ms.`,
+  );
+} finally {
+  await db.end();
+  await stopDb?.();
+  await rm(dir, { recursive: true, force: true });
+}

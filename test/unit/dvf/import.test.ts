@@ -1,0 +1,342 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../../db/client.ts';
+import { dvfSource, importDvf } from '../../../domain/dvf/import.ts';
+import { ImportError } from '../../../domain/import/source.ts';
+import { createTestDb } from '../../support/db.ts';
+import { etalab, HEADER } from './fixtures.ts';
+
+const ABZAC = path.resolve('../shared/data/dvf/dvf_geoloc_2021_33001_abzac_sample.csv');
+const DGFIP = path.resolve('../shared/data/dvf/ValeursFoncieres-ZZ000001-0000-echantillon-bouchonne.txt');
+const hasAbzac = existsSync(ABZAC);
+const hasDgfip = existsSync(DGFIP);
+const SKIP = '(skipped: ../shared/data/dvf absent)';
+
+let db: Db;
+let drop: () => Promise<void>;
+let dir: string;
+
+beforeAll(async () => {
+  ({ db, drop } = await createTestDb());
+  dir = await mkdtemp(path.join(tmpdir(), 'dvf-'));
+});
+afterAll(async () => {
+  await drop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function mutation(id: string, dataset = 'live') {
+  const { rows } = await db.query('SELECT * FROM dvf_mutations WHERE dataset = $1 AND id_mutation = $2', [dataset, id]);
+  return rows[0];
+}
+
+async function snapshot(dataset: string) {
+  const { rows } = await db.query(`SELECT * FROM dvf_mutations WHERE dataset = $1 ORDER BY id_mutation`, [dataset]);
+  return rows;
+}
+
+describe('Etalab DVF géolocalisées (Abzac, 164 rows)', () => {
+  it.skipIf(!hasAbzac)(`imports the 164 rows as 50 mutations, with the recomputed fields ${SKIP}`, async () => {
+    const progress: number[] = [];
+    const report = await importDvf(db, ABZAC, { onProgress: ({ lus }) => progress.push(lus) });
+    expect(report).toMatchObject({
+      format: 'etalab',
+      lus: 164,
+      gardes: 164,
+      rejetes: [],
+      mutations: { lues: 50, ajoutees: 50, modifiees: 0, inchangees: 0 },
+      millesimes: [2021],
+      scindees: 0,
+    });
+    expect(progress.at(-1)).toBe(164);
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM dvf_mutations WHERE dataset = 'live'`);
+    expect(rows[0].n).toBe(50);
+
+    // 2021-547818: one house of 129 m² and one dependency on a parcel of three subdivisions (six lines).
+    const maison = await mutation('2021-547818');
+    expect(maison).toMatchObject({
+      nb_lignes: 6,
+      logements: 1,
+      surface_logements: 129,
+      // 259 500 / 129, by hand.
+      prix_m2: 2011.63,
+      surface_terrain: 829 + 937 + 1965,
+      vente_en_bloc: false,
+      avec_dependance: true,
+      prix_atypique: false,
+      motif: null,
+      parcelles: ['330010000B1730'],
+    });
+    expect([...maison.types_locaux].sort()).toEqual(['dependance', 'maison']);
+    expect(maison.locaux).toHaveLength(2);
+    expect(maison.terrains.map((t: { surface: number }) => t.surface)).toEqual([829, 937, 1965]);
+
+    // 2021-527270: three flats (35, 56, 56 m²: the two lines of 56 m² are two flats, or one line twice), sold together.
+    expect(await mutation('2021-527270')).toMatchObject({
+      logements: 3,
+      surface_logements: 147,
+      prix_m2: Math.round((160000 / 147) * 100) / 100,
+      vente_en_bloc: true,
+      doublon_probable: true,
+      // The flats' parcel has no coordinates: the mutation takes those of its other parcel.
+      lat: 44.996288,
+      lon: -0.126615,
+      position_source: 'dvf',
+    });
+
+    // 2021-527130: two equal lines of a house of 55 m² without lots: two houses or a duplicated line, DVF cannot say.
+    // Counted as DVF writes them (2 700 / 110), flagged; either way, not a market price.
+    expect(await mutation('2021-527130')).toMatchObject({
+      logements: 2,
+      prix_m2: 24.55,
+      doublon_probable: true,
+      prix_atypique: true,
+      adresse_numero: 6,
+      adresse_suffixe: 'ter',
+      code_voie: 'B012',
+    });
+
+    // A land sale: no dwelling, no price per m².
+    expect(await mutation('2021-527101')).toMatchObject({
+      logements: 0,
+      prix_m2: null,
+      motif: 'aucun logement : pas de prix au m²',
+      nature: 'vente',
+    });
+    const echanges = await db.query(`SELECT count(*)::int AS n FROM dvf_mutations WHERE nature = 'echange'`);
+    expect(echanges.rows[0].n).toBeGreaterThan(0);
+    const millesime = await db.query(`SELECT * FROM dvf_millesimes WHERE dataset = 'live'`);
+    expect(millesime.rows).toEqual([expect.objectContaining({ millesime: 2021, mutations: 50 })]);
+  });
+
+  it.skipIf(!hasAbzac)(`changes nothing when the same file is imported again ${SKIP}`, async () => {
+    const before = await snapshot('live');
+    const millesimes = await db.query('SELECT * FROM dvf_millesimes ORDER BY 1, 2');
+    const report = await importDvf(db, ABZAC);
+    expect(report.mutations).toEqual({ lues: 50, ajoutees: 0, modifiees: 0, inchangees: 50 });
+    expect(await snapshot('live')).toEqual(before);
+    expect((await db.query('SELECT * FROM dvf_millesimes ORDER BY 1, 2')).rows).toEqual(millesimes.rows);
+  });
+
+  it.skipIf(!hasAbzac)(`writes the sandbox dataset with --sandbox, apart from the live one ${SKIP}`, async () => {
+    const report = await dvfSource.run(db, ABZAC, { sandbox: true, onProgress: () => {} });
+    expect(report).toMatchObject({ lus: 164, gardes: 164 });
+    expect(report.details.join('\n')).toMatch(/mutations : 50 \(50 ajoutées, 0 modifiées, 0 inchangées\)/);
+    expect(await snapshot('sandbox')).toHaveLength(50);
+  });
+});
+
+describe('raw DGFiP file (2 500 rows, pipes, decimal commas, CRLF)', () => {
+  it.skipIf(!hasDgfip)(`imports it, parsing decimal commas and grouping lines by document ${SKIP}`, async () => {
+    const report = await importDvf(db, DGFIP, { dataset: 'sandbox' });
+    expect(report).toMatchObject({ format: 'dgfip', lus: 2500, gardes: 2500, rejetes: [], millesimes: [2001] });
+    expect(report.mutations.lues).toBe(1327);
+    expect(report.mutations.ajoutees).toBe(1327);
+    const { rows } = await db.query(
+      `SELECT count(*)::int AS n, sum(nb_lignes)::int AS lignes, bool_and(valeur_fonciere = 1) AS un_euro,
+              bool_and(prix_atypique) AS atypiques, count(*) FILTER (WHERE nature = 'vefa')::int AS vefa
+         FROM dvf_mutations WHERE dataset = 'sandbox' AND format = 'dgfip'`,
+    );
+    // Values are placeholders of 1,00 € in this sample: read as 1, hence symbolic prices.
+    expect(rows[0]).toMatchObject({ n: 1327, lignes: 2500, un_euro: true, atypiques: true });
+    expect(rows[0].vefa).toBeGreaterThan(0);
+
+    // 5914P01|2015P00254: a dependency (lot 397) and a flat of 85 m² (lot 565, 4 rooms) at 1 rue de Normandie,
+    // Mons-en-Barœul; the parcel has six other mutations in the sample.
+    const { rows: mons } = await db.query(
+      `SELECT * FROM dvf_mutations
+        WHERE dataset = 'sandbox' AND parcelles = ARRAY['59410000AI0150'] AND locaux::jsonb @> '[{"lots": [{"numero": "565"}]}]'`,
+    );
+    expect(mons).toHaveLength(1);
+    expect(mons[0]).toMatchObject({
+      insee: '59410',
+      id_mutation: expect.stringMatching(/^2001-D[0-9a-f]{16}$/),
+      surface_logements: 85,
+      logements: 1,
+      avec_dependance: true,
+      code_postal: '59370',
+      adresse_voie: 'RUE DE NORMANDIE',
+      lat: null,
+    });
+    expect(mons[0].locaux).toContainEqual({
+      type: 'appartement',
+      surface_bati: 85,
+      pieces: 4,
+      id_parcelle: '59410000AI0150',
+      lots: [{ numero: '565', carrez: null }],
+    });
+    // Carrez surfaces come with decimal commas (1,00 in this sample).
+    const carrez = await db.query(
+      `SELECT l->>'carrez' AS carrez FROM dvf_mutations, json_array_elements(locaux) AS x(loc),
+              json_array_elements(loc->'lots') AS l
+        WHERE dataset = 'sandbox' AND l->>'carrez' IS NOT NULL LIMIT 1`,
+    );
+    expect(carrez.rows[0].carrez).toBe('1');
+
+    const again = await importDvf(db, DGFIP, { dataset: 'sandbox' });
+    expect(again.mutations).toEqual({ lues: 1327, ajoutees: 0, modifiees: 0, inchangees: 1327 });
+  });
+
+  it.skipIf(!hasDgfip)(`reads a Windows-1252 file with LF line ends the same way ${SKIP}`, async () => {
+    const text = readFileSync(DGFIP, 'utf8').split('\r\n').slice(0, 41).join('\n');
+    const file = path.join(dir, 'ValeursFoncieres-latin1.txt');
+    await writeFile(file, Buffer.from(text, 'latin1'));
+    const report = await importDvf(db, file, { dataset: 'sandbox' });
+    expect(report).toMatchObject({ lus: 40, gardes: 40, rejetes: [] });
+    // Same content, same ids: nothing to write.
+    expect(report.mutations.ajoutees + report.mutations.modifiees).toBe(0);
+  });
+});
+
+describe('rejections, split mutations, formats', () => {
+  it('rejects bad lines with their reason, and keeps the others', async () => {
+    const file = path.join(dir, 'rejets.csv');
+    await writeFile(
+      file,
+      [
+        HEADER,
+        etalab({ id: '2022-1', type: 'Maison', surface: '100', valeur: '250000', parcelle: '33001000AB0011' }),
+        etalab({ id: '2022-2', date: '2022-02-30' }),
+        etalab({ id: '2022-3', nature: 'Donation' }),
+        etalab({ id: '2022-4', parcelle: '33001AB12' }),
+        '2022-5,2022-03-01,000001,Vente',
+        etalab({ id: '2022-6', valeur: 'beaucoup' }),
+        '',
+      ].join('\n'),
+    );
+    const report = await importDvf(db, file, { dataset: 'sandbox' });
+    expect(report).toMatchObject({ lus: 6, gardes: 1, mutations: { lues: 1 } });
+    expect(report.rejetes).toEqual([
+      { ligne: 3, motif: 'date de mutation invalide : « 2022-02-30 »' },
+      { ligne: 4, motif: 'nature de mutation inconnue : « Donation »' },
+      { ligne: 5, motif: 'identifiant de parcelle invalide : « 33001AB12 »' },
+      { ligne: 6, motif: '4 champs au lieu de 40' },
+      { ligne: 7, motif: 'valeur_fonciere illisible : « beaucoup »' },
+    ]);
+    expect(await mutation('2022-1', 'sandbox')).toMatchObject({ prix_m2: 2500, motif: null });
+  });
+
+  it('regroups a mutation whose lines are not consecutive, and quoted fields', async () => {
+    const file = path.join(dir, 'scindee.csv');
+    await writeFile(
+      file,
+      [
+        HEADER,
+        etalab({ id: '2023-A', type: 'Appartement', surface: '40', valeur: '300000', parcelle: '33001000AB0021' }),
+        etalab({ id: '2023-B', type: 'Maison', surface: '90', valeur: '180000', parcelle: '33001000AB0022' }),
+        etalab({ id: '2023-A', type: 'Appartement', surface: '60', valeur: '300000', parcelle: '33001000AB0023' }),
+        etalab({ id: '2023-C', type: 'Maison', surface: '80', valeur: '160000' }).replace(
+          'RUE DE TEST',
+          '"RUE DU ""TEST"", BIS"',
+        ),
+      ].join('\r\n'),
+    );
+    const report = await importDvf(db, file, { dataset: 'sandbox' });
+    expect(report).toMatchObject({ lus: 4, gardes: 4, scindees: 1, mutations: { lues: 3 } });
+    expect(await mutation('2023-A', 'sandbox')).toMatchObject({
+      nb_lignes: 2,
+      logements: 2,
+      surface_logements: 100,
+      prix_m2: 3000,
+      parcelles: ['33001000AB0021', '33001000AB0023'],
+    });
+    expect((await mutation('2023-C', 'sandbox')).adresse_voie).toBe('RUE DU "TEST", BIS');
+  });
+
+  it('counts a local once per subdivision, and equal locals beside one subdivision as several', async () => {
+    const file = path.join(dir, 'produit.csv');
+    const p = '33001000AB0031';
+    await writeFile(
+      file,
+      [
+        HEADER,
+        // One house and one dependency on a parcel of two subdivisions: four lines.
+        etalab({ id: '2024-1', type: 'Maison', surface: '120', parcelle: p, culture: 'S', terrain: '500' }),
+        etalab({ id: '2024-1', type: 'Maison', surface: '120', parcelle: p, culture: 'J', terrain: '300' }),
+        etalab({ id: '2024-1', type: 'Dépendance', parcelle: p, culture: 'S', terrain: '500' }),
+        etalab({ id: '2024-1', type: 'Dépendance', parcelle: p, culture: 'J', terrain: '300' }),
+        // The same flat (same lot) on two lines: one flat.
+        etalab({ id: '2024-2', type: 'Appartement', surface: '50', lot: '12', carrez: '48.5' }),
+        etalab({ id: '2024-2', type: 'Appartement', surface: '50', lot: '12', carrez: '48.5' }),
+        // Two equal flats without lots: two flats, or one line twice.
+        etalab({ id: '2024-3', type: 'Appartement', surface: '50' }),
+        etalab({ id: '2024-3', type: 'Appartement', surface: '50' }),
+      ].join('\n'),
+    );
+    await importDvf(db, file, { dataset: 'sandbox' });
+    expect(await mutation('2024-1', 'sandbox')).toMatchObject({
+      logements: 1,
+      surface_logements: 120,
+      surface_terrain: 800,
+      prix_m2: Math.round((200000 / 120) * 100) / 100,
+    });
+    expect((await mutation('2024-1', 'sandbox')).locaux).toHaveLength(2);
+    expect(await mutation('2024-2', 'sandbox')).toMatchObject({
+      logements: 1,
+      surface_logements: 50,
+      nombre_lots: 1,
+      vente_en_bloc: false,
+      doublon_probable: false,
+    });
+    expect((await mutation('2024-2', 'sandbox')).locaux).toEqual([
+      {
+        type: 'appartement',
+        surface_bati: 50,
+        pieces: 3,
+        id_parcelle: '33001000AB0001',
+        lots: [{ numero: '12', carrez: 48.5 }],
+      },
+    ]);
+    expect(await mutation('2024-3', 'sandbox')).toMatchObject({
+      logements: 2,
+      surface_logements: 100,
+      vente_en_bloc: true,
+      doublon_probable: true,
+      motif: 'locaux identiques sur plusieurs lignes : doublon probable, la surface peut être comptée deux fois',
+    });
+  });
+
+  it('rewrites only the mutations the file changes, keeping a position found in the BAN', async () => {
+    const file = path.join(dir, 'versions.csv');
+    const version = (valeur: string) =>
+      [
+        HEADER,
+        etalab({ id: '2025-1', type: 'Maison', surface: '100', valeur, parcelle: '33001000AB0041' }),
+        etalab({ id: '2025-2', type: 'Maison', surface: '80', parcelle: '33001000AB0042', lat: '', lon: '' }),
+      ].join('\n');
+    await writeFile(file, version('200000'));
+    expect((await importDvf(db, file, { dataset: 'sandbox' })).mutations).toMatchObject({ ajoutees: 2 });
+    // The BAN number of 2025-2's main parcel, imported after the sales: attached with its position.
+    await db.query(
+      `INSERT INTO adresses (dataset, cle_ban, type, numero, voie, code_voie, code_postal, insee, commune, libelle,
+                             lat, lon, parcelles, source)
+       VALUES ('sandbox', '33001_z001_00007', 'numero', 7, 'Rue Z', 'Z001', '33230', '33001', 'Abzac', '7 Rue Z',
+               45.0, -0.12, '{33001000AB0042}', 'ban')`,
+    );
+    await writeFile(file, version('210000'));
+    const report = await importDvf(db, file, { dataset: 'sandbox' });
+    expect(report.mutations).toEqual({ lues: 2, ajoutees: 0, modifiees: 1, inchangees: 1 });
+    expect(report.rattacheesBan).toBe(1);
+    expect(await mutation('2025-1', 'sandbox')).toMatchObject({ valeur_fonciere: 210000, prix_m2: 2100 });
+    expect(await mutation('2025-2', 'sandbox')).toMatchObject({
+      cle_ban: '33001_z001_00007',
+      lat: 45,
+      lon: -0.12,
+      position_source: 'ban',
+    });
+    const again = await importDvf(db, file, { dataset: 'sandbox' });
+    expect(again.mutations).toEqual({ lues: 2, ajoutees: 0, modifiees: 0, inchangees: 2 });
+    expect(await mutation('2025-2', 'sandbox')).toMatchObject({ position_source: 'ban', lat: 45 });
+  });
+
+  it('says what it expected of an unknown file, and of a missing one', async () => {
+    const file = path.join(dir, 'autre.csv');
+    await writeFile(file, 'a,b,c\n1,2,3\n');
+    await expect(importDvf(db, file)).rejects.toThrow(ImportError);
+    await expect(importDvf(db, file)).rejects.toThrow(/Format DVF non reconnu/);
+    await expect(importDvf(db, path.join(dir, 'absent.csv'))).rejects.toThrow(/introuvable/);
+  });
+});

@@ -1,0 +1,119 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { splitCsvLine } from '../../../domain/adresses/import-ban.ts';
+import {
+  FICTIF,
+  generateSandbox,
+  mulberry32,
+  SANDBOX_SEED,
+  SANDBOX_SOURCES,
+  type SandboxFiles,
+} from '../../../domain/sandbox/generate.ts';
+import { SANDBOX_COMMUNES } from '../../../domain/platform/sandbox.ts';
+
+// The generator alone, without a database: determinism and what the files say.
+
+let dir: string;
+let a: SandboxFiles;
+let b: SandboxFiles;
+let autre: SandboxFiles;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'svc-sandbox-gen-'));
+  a = await generateSandbox(path.join(dir, 'a'), { seed: SANDBOX_SEED });
+  b = await generateSandbox(path.join(dir, 'b'), { seed: SANDBOX_SEED });
+  autre = await generateSandbox(path.join(dir, 'autre'), { seed: SANDBOX_SEED + 1 });
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const all = (f: SandboxFiles) => SANDBOX_SOURCES.flatMap((s) => f[s]);
+
+/** Rows of a generated CSV as objects, by header name. */
+async function rows(file: string, separator: string): Promise<Array<Record<string, string>>> {
+  const [header, ...lines] = (await readFile(file, 'utf8')).trimEnd().split('\n');
+  const names = splitCsvLine(header, separator);
+  return lines.map((l) => Object.fromEntries(splitCsvLine(l, separator).map((v, i) => [names[i], v])));
+}
+
+describe('generateSandbox', () => {
+  it('writes one or more files per source', () => {
+    for (const s of SANDBOX_SOURCES) expect(a[s].length, s).toBeGreaterThan(0);
+    expect(a.dpe.map((f) => path.basename(f))).toEqual(['dpe-logements-existants.csv', 'audits-energetiques.csv']);
+    expect(a.sirene.map((f) => path.basename(f))).toEqual(['StockUniteLegale.csv', 'StockEtablissement.csv']);
+  });
+
+  it('writes the same bytes for the same seed', async () => {
+    for (const [i, file] of all(a).entries()) {
+      expect(await readFile(file), path.basename(file)).toEqual(await readFile(all(b)[i]));
+    }
+  });
+
+  it('writes other data for another seed (outlines excepted: they are drawn from the centres alone)', async () => {
+    for (const [i, file] of all(a).entries()) {
+      const same = (await readFile(file)).equals(await readFile(all(autre)[i]));
+      expect(same, path.basename(file)).toBe(/\.geojson$/.test(file));
+    }
+  });
+
+  it('has a deterministic PRNG', () => {
+    const x = mulberry32(42);
+    const y = mulberry32(42);
+    const draws = Array.from({ length: 5 }, () => x());
+    expect(draws).toEqual(Array.from({ length: 5 }, () => y()));
+    expect(draws.every((d) => d >= 0 && d < 1)).toBe(true);
+    expect(mulberry32(43)()).not.toBe(draws[0]);
+  });
+
+  it('covers the five communes with addresses, and Strasbourg with no sale', async () => {
+    const ban = await rows(a.ban[0], ';');
+    const dvf = await rows(a.dvf[0], ',');
+    for (const insee of SANDBOX_COMMUNES) {
+      expect(ban.filter((r) => r.code_insee === insee).length, insee).toBeGreaterThan(150);
+      const ventes = new Set(dvf.filter((r) => r.code_commune === insee).map((r) => r.id_mutation));
+      if (insee === '67482') expect(ventes.size).toBe(0);
+      else expect(ventes.size, insee).toBeGreaterThanOrEqual(40);
+    }
+    expect(new Set(dvf.map((r) => r.date_mutation.slice(0, 4)))).toEqual(
+      new Set(['2018', '2019', '2020', '2021', '2022', '2023', '2024', '2025']),
+    );
+    // Every sale is at a BAN number or on a street of the BAN, with the BAN's street code.
+    const codes = new Set(ban.map((r) => `${r.code_insee}_${r.id.split('_')[1].toUpperCase()}`));
+    expect(dvf.every((r) => codes.has(`${r.code_commune}_${r.adresse_code_voie}`))).toBe(true);
+  });
+
+  it('has every DPE class, dated 2021-2025, and audits of F and G dwellings only', async () => {
+    const dpe = await rows(a.dpe[0], ',');
+    const audits = await rows(a.dpe[1], ',');
+    expect(new Set(dpe.map((r) => r['Etiquette_DPE']))).toEqual(new Set(['A', 'B', 'C', 'D', 'E', 'F', 'G']));
+    expect(
+      dpe.every((r) => r['Date_établissement_DPE'] >= '2021-07-01' && r['Date_établissement_DPE'] <= '2025-12-31'),
+    ).toBe(true);
+    const classe = new Map(dpe.map((r) => [r['N°DPE'], r['Etiquette_DPE']]));
+    const audites = new Set(audits.map((r) => r.numero_dpe));
+    expect(audites.size).toBeGreaterThanOrEqual(5);
+    for (const n of audites) expect(['F', 'G']).toContain(classe.get(n));
+  });
+
+  it('names no natural person: sole traders without names, company names marked as fictitious', async () => {
+    const unites = await rows(a.sirene[0], ',');
+    const personnes = unites.filter((r) => r.categorieJuridiqueUniteLegale.startsWith('1'));
+    expect(personnes.length).toBeGreaterThan(0);
+    for (const u of unites) {
+      for (const col of Object.keys(u).filter((c) => /^(nomUniteLegale|nomUsage|prenom|pseudonyme|sexe)/.test(c)))
+        expect(u[col]).toBe('');
+    }
+    for (const p of personnes) expect(p.denominationUniteLegale).toBe('');
+    const morales = unites.filter((r) => !r.categorieJuridiqueUniteLegale.startsWith('1'));
+    expect(morales.every((u) => u.denominationUniteLegale.endsWith(FICTIF.societe))).toBe(true);
+    expect(unites.filter((u) => u.categorieJuridiqueUniteLegale === '6540').length).toBeGreaterThanOrEqual(15);
+    const permis = await rows(a.permis[0], ';');
+    for (const p of permis.filter((r) => r.CAT_DEM === '10')) {
+      expect([p.DENOM_DEM, p.SIREN_DEM, p.CJ_DEM]).toEqual(['', '', '']);
+    }
+  });
+});
