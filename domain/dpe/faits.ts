@@ -4,7 +4,7 @@ import { defineOperation } from '../catalogue.ts';
 import { absenceDvf, departementOf } from '../dvf/import.ts';
 import { ApiError } from '../errors.ts';
 import { drapeaux, QualiteSchema, type Drapeau, type Qualite } from '../qualite.ts';
-import { CLASSES, type Classe, type Dataset, depuisWgs84, numeroDeCle, projectionOf } from './import.ts';
+import { CLASSES, type Classe, type Dataset, type DpeRow, depuisWgs84, numeroDeCle, projectionOf } from './import.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Rules, each stated once (the description quotes them).
@@ -338,40 +338,41 @@ interface BanRow {
   parcelles: string[] | null;
 }
 
-interface DpeLigne {
-  numero_dpe: string;
-  rattachement_incertain: boolean;
-  adresse: string | null;
-  voie: string | null;
-  code_postal: string | null;
-  insee: string | null;
-  commune: string | null;
-  lat: number | null;
-  lon: number | null;
-  etabli_le: string;
-  fin_validite: string;
-  etiquette: Classe;
-  ges: Classe | null;
-  conso_kwh_m2_an: number | null;
-  ges_kg_m2_an: number | null;
-  surface_m2: number | null;
-  type_batiment: 'maison' | 'appartement' | 'immeuble' | null;
-  surface_immeuble_m2: number | null;
-  niveaux: number | null;
-  appartements: number | null;
-  periode_construction: string | null;
-  annee_construction: number | null;
-  chauffage_energie: string | null;
-  chauffage_installation: string | null;
-  isolation_enveloppe: string | null;
-  isolation_murs: string | null;
-  isolation_menuiseries: string | null;
-  ventilation: string | null;
-  modele: string | null;
-  methode: string | null;
-  numero_dpe_remplace: string | null;
-  remplace: boolean;
-}
+/** A DPE as the groups read it: the stored row, and whether a later DPE replaced it. */
+type DpeLigne = Pick<
+  DpeRow,
+  | 'numero_dpe'
+  | 'rattachement_incertain'
+  | 'adresse'
+  | 'voie'
+  | 'code_postal'
+  | 'insee'
+  | 'commune'
+  | 'lat'
+  | 'lon'
+  | 'etabli_le'
+  | 'fin_validite'
+  | 'etiquette'
+  | 'ges'
+  | 'conso_kwh_m2_an'
+  | 'ges_kg_m2_an'
+  | 'surface_m2'
+  | 'type_batiment'
+  | 'surface_immeuble_m2'
+  | 'niveaux'
+  | 'appartements'
+  | 'periode_construction'
+  | 'annee_construction'
+  | 'chauffage_energie'
+  | 'chauffage_installation'
+  | 'isolation_enveloppe'
+  | 'isolation_murs'
+  | 'isolation_menuiseries'
+  | 'ventilation'
+  | 'modele'
+  | 'methode'
+  | 'numero_dpe_remplace'
+> & { remplace: boolean };
 
 const DPE_COLONNES = `d.numero_dpe, d.rattachement_incertain, d.adresse, d.voie, d.code_postal, d.insee, d.commune, d.lat, d.lon,
   to_char(d.etabli_le, 'YYYY-MM-DD') AS etabli_le, to_char(d.fin_validite, 'YYYY-MM-DD') AS fin_validite, d.etiquette,
