@@ -18,6 +18,7 @@ import { importBan } from '../domain/adresses/import-ban.ts';
 import { resoudreAdresse, resoudreAdresseInverse } from '../domain/adresses/resoudre.ts';
 import type { OperationContext } from '../domain/catalogue.ts';
 import { machine, writeSection } from './results.ts';
+import { seededRandom } from '../lib/random.ts';
 
 const ROWS = Number(process.env.BENCH_ADRESSES ?? 1_000_000);
 const COMMUNES = 300;
@@ -28,22 +29,7 @@ const SEED = 20_261_121;
 // Deterministic data.
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** mulberry32: a small seeded generator, the same file on every run. */
-function generator(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-  return {
-    next,
-    int: (n: number) => Math.floor(next() * n),
-    pick: <T>(list: readonly T[]) => list[Math.floor(next() * list.length)],
-  };
-}
+const generator = seededRandom;
 
 const TYPES = [
   'Rue',

@@ -22,6 +22,7 @@ import { copyFrom, importDvf } from '../domain/dvf/import.ts';
 import { ventes } from '../domain/dvf/operations.ts';
 import { createCursors } from '../lib/cursor.ts';
 import { machine, writeSection } from './results.ts';
+import { seededRandom } from '../lib/random.ts';
 
 const ROWS = Number(process.env.BENCH_DVF ?? 1_000_000);
 const COMMUNES = 300;
@@ -29,23 +30,7 @@ const POINT_QUERIES = 500;
 const COMMUNE_QUERIES = 200;
 const SEED = 20_261_122;
 
-/** mulberry32: a small seeded generator, the same file on every run. */
-function generator(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-  return {
-    next,
-    int: (n: number) => Math.floor(next() * n),
-    pick: <T>(list: readonly T[]) => list[Math.floor(next() * list.length)],
-    between: (min: number, max: number) => min + next() * (max - min),
-  };
-}
+const generator = seededRandom;
 type Rng = ReturnType<typeof generator>;
 
 interface Commune {

@@ -12,6 +12,7 @@ import { machine, writeSection } from './results.ts';
 import { locateZoneChapter } from '../domain/plu/chapters.ts';
 import { createQuotationIndex, MIN_QUOTATION_CHARS, normalizeForComparison } from '../domain/plu/citations.ts';
 import { extractPages } from '../domain/plu/pdf-text.ts';
+import { seededRandom } from '../lib/random.ts';
 
 const PDF = path.resolve('../shared/data/plu_pdf/latresne_33234_reglement_first.pdf');
 const RUNS = 5;
@@ -46,16 +47,8 @@ const zones = ['UA', 'UB', 'UC', 'UE', 'UX', '1AU', 'A', 'N'];
 const chapters = zones.map((zone) => locateZoneChapter(pages, zone));
 const chaptersMs = performance.now() - start;
 
-// Deterministic quotations (mulberry32).
-let seed = 20171;
-const random = () => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
-const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)];
+// Deterministic quotations.
+const { next: random, pick } = seededRandom(20171);
 const textPages = pages.flatMap((page, i) => (page.replace(/\s/g, '').length > 400 ? [i + 1] : []));
 const chapterOf = (page: number) => chapters.find((c) => c && page >= c.first && page <= c.last) ?? undefined;
 

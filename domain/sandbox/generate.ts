@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import proj4 from 'proj4';
+import { mulberry32 } from '../../lib/random.ts';
 
 /**
  * The frozen sandbox territory, generated: five real communes (`SANDBOX_COMMUNES`) with fictitious streets, numbers,
@@ -44,18 +45,6 @@ export type SandboxFiles = Record<SandboxSource, string[]>;
 // ---------------------------------------------------------------------------------------------------------------------
 // Randomness.
 // ---------------------------------------------------------------------------------------------------------------------
-
-/** mulberry32: a 32-bit PRNG, small and good enough for test data; the same seed gives the same sequence. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** FNV-1a: the label of a stream of draws, hashed into its seed. */
 function fnv1a(text: string): number {

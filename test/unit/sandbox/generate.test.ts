@@ -6,12 +6,12 @@ import { splitCsvLine } from '../../../domain/adresses/import-ban.ts';
 import {
   FICTIF,
   generateSandbox,
-  mulberry32,
   SANDBOX_SEED,
   SANDBOX_SOURCES,
   type SandboxFiles,
 } from '../../../domain/sandbox/generate.ts';
 import { SANDBOX_COMMUNES } from '../../../domain/platform/sandbox.ts';
+import { mulberry32 } from '../../../lib/random.ts';
 
 // The generator alone, without a database: determinism and what the files say.
 
