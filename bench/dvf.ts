@@ -415,7 +415,9 @@ The table written has six indexes: primary key, commune and date, GIN on parcels
 | around a point, radius 300-1000 m, sorted by distance, 20 a page | ${POINT_QUERIES} | ${ms(percentile(point, 50))} | **${ms(percentile(point, 95))}** | ${ms(point.at(-1)!)} |
 | a commune, newest first, 20 a page | ${COMMUNE_QUERIES} | ${ms(percentile(commune, 50))} | ${ms(percentile(commune, 95))} | ${ms(commune.at(-1)!)} |
 
-Around a point: ${(served / POINT_QUERIES).toFixed(1)} mutations served per call on average, ${full} of ${POINT_QUERIES} with a next page; target p95 < 50 ms.`,
+Around a point: ${(served / POINT_QUERIES).toFixed(1)} mutations served per call on average, ${full} of ${POINT_QUERIES} with a next page; target p95 < 50 ms.
+
+Why the import stays under the 30 % target: PostgreSQL's own work already exceeds it. The \`COPY\` baseline writes 40 untyped text columns without any index; the importer writes one typed row per mutation (dates, numbers, arrays, JSON) into a table with six indexes. Measured on 300 000 rows (171 000 mutations), PostgreSQL CPU: baseline 0.65 s; the same mutations COPied straight into the table with its primary key only 1.1 s; then each index adds commune and date 0.4 s, street number 0.45 s, position cell 0.3 s (0.6 s as a GiST on point(lon, lat), about 1 s on ll_to_earth), GIN on parcels 0.3 s. Parsing and folding run in a worker thread alongside and are not the limit. What was done: new mutations COPied straight into the table (no staging, no upsert), json rather than jsonb for the locals (−0.45 s), a btree of cells rather than a GiST, reading in a worker thread, and a re-import that only looks fingerprints up. Beyond that, reaching 30 % means fewer indexes or loading whole vintages into fresh partitions and indexing them afterwards.`,
   );
 } finally {
   await db.end();

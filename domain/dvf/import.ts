@@ -1272,14 +1272,18 @@ function createWriter(client: PoolClient, dataset: Dataset, report: DvfImportRep
         lookUp = true;
       }
     }
-    // Through the primary key, whatever the statistics say: those of a table being filled are stale enough for the
-    // planner to scan it whole for every batch (measured: 15 s to re-import 570 000 mutations, against 2).
+    // One probe of the primary key per id, whatever the statistics say: those of a table being filled are stale
+    // enough for the planner to read the whole dataset for every batch (measured: 4.3 s of lookups to re-import
+    // 171 000 mutations, 0.5 s this way).
     await client.query('BEGIN');
     let rows: Array<{ id_mutation: string; empreinte: string }>;
     try {
-      await client.query('SET LOCAL enable_seqscan = off');
+      await client.query(
+        'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off',
+      );
       ({ rows } = await client.query<{ id_mutation: string; empreinte: string }>(
-        'SELECT id_mutation, empreinte FROM dvf_mutations WHERE dataset = $1 AND id_mutation = ANY($2::text[])',
+        `SELECT m.id_mutation, m.empreinte FROM unnest($2::text[]) AS i(id)
+           JOIN dvf_mutations m ON m.dataset = $1 AND m.id_mutation = i.id`,
         [dataset, batch.map((m) => m.id)],
       ));
       await client.query('COMMIT');
@@ -1303,7 +1307,9 @@ function createWriter(client: PoolClient, dataset: Dataset, report: DvfImportRep
     // let the planner choose (it hashed the whole dataset for every batch).
     await client.query('BEGIN');
     try {
-      await client.query('SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off');
+      await client.query(
+        'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off',
+      );
       const updated = await client.query(MISE_A_JOUR, [dataset]);
       await client.query('COMMIT');
       report.mutations.modifiees += updated.rowCount ?? 0;
