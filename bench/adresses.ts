@@ -6,17 +6,16 @@
  * Figures go to bench/RESULTS.md, section "Address base".
  */
 import { createWriteStream } from 'node:fs';
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { createDb } from '../db/client.ts';
-import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import { importBan } from '../domain/adresses/import-ban.ts';
 import { resoudreAdresse, resoudreAdresseInverse } from '../domain/adresses/resoudre.ts';
 import type { OperationContext } from '../domain/catalogue.ts';
+import { benchDatabase } from './database.ts';
 import { machine, writeSection } from './results.ts';
 import { seededRandom } from '../lib/random.ts';
 
@@ -262,17 +261,9 @@ function typo(rng: ReturnType<typeof generator>, text: string): string {
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
-let stopDb: (() => Promise<void>) | undefined;
-let databaseUrl = process.env.DATABASE_URL;
-const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-adresses-'));
-// As root, the embedded server runs as an unprivileged user that must reach its folder.
-await chmod(dir, 0o755);
-if (!databaseUrl) {
-  const server = await startEmbeddedPostgres(path.join(dir, 'pg'));
-  databaseUrl = server.url;
-  stopDb = server.stop;
-}
-const db = createDb(databaseUrl, 4);
+const database = await benchDatabase('adresses');
+const { dir } = database;
+const db = createDb(database.url, 4);
 try {
   await migrate(db);
   const file = path.join(dir, 'adresses-99.csv');
@@ -336,11 +327,10 @@ try {
   texte.sort((a, b) => a - b);
   inverse.sort((a, b) => a - b);
   const ms = (x: number) => x.toFixed(1);
-  const database = process.env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : 'embedded PostgreSQL 18';
   const n = (type: string) => counts.rows.find((r) => r.type === type)?.n ?? 0;
   await writeSection(
     'Address base',
-    `Machine: ${machine()}, ${database}.
+    `Machine: ${machine()}, ${database.label}.
 Generated BAN file (seed ${SEED}): ${ROWS.toLocaleString('en')} lines over ${COMMUNES} real communes, ${(bytes / 2 ** 20).toFixed(0)} MiB; one line in a thousand with no coordinates (rejected). Stored: ${n('numero')} numbers, ${n('voie')} streets, ${n('lieu_dit')} lieux-dits, ${n('commune')} communes.
 
 | import | value |
@@ -361,6 +351,5 @@ Street names are drawn from ${NOMS.length} common French names × ${TYPES.length
   );
 } finally {
   await db.end();
-  await stopDb?.();
-  await rm(dir, { recursive: true, force: true });
+  await database.close();
 }

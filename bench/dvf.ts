@@ -10,17 +10,16 @@
  */
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, readdirSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../db/client.ts';
-import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import type { OperationContext } from '../domain/catalogue.ts';
 import { copyFrom, importDvf } from '../domain/dvf/import.ts';
 import { ventes } from '../domain/dvf/operations.ts';
 import { createCursors } from '../lib/cursor.ts';
+import { benchDatabase } from './database.ts';
 import { machine, writeSection } from './results.ts';
 import { seededRandom } from '../lib/random.ts';
 
@@ -253,16 +252,8 @@ async function generate(file: string): Promise<{ bytes: number; mutations: numbe
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
-let stopDb: (() => Promise<void>) | undefined;
-let databaseUrl = process.env.DATABASE_URL;
-const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-dvf-'));
-// As root, the embedded server runs as an unprivileged user that must reach its folder.
-await chmod(dir, 0o755);
-if (!databaseUrl) {
-  const server = await startEmbeddedPostgres(path.join(dir, 'pg'));
-  databaseUrl = server.url;
-  stopDb = server.stop;
-}
+const database = await benchDatabase('dvf');
+const { dir } = database;
 // CPU seconds of this process (both threads) and of the embedded server's processes (null on DATABASE_URL), since
 // `from` when given: where the time of an import goes.
 interface Cpu {
@@ -295,7 +286,7 @@ function cpu(from?: Cpu): Cpu {
 }
 const cpuText = (c: Cpu) => `${c.node.toFixed(1)} s / ${c.pg === null ? 'n/a' : `${c.pg.toFixed(1)} s`}`;
 
-const db = createDb(databaseUrl, 4);
+const db = createDb(database.url, 4);
 try {
   await migrate(db);
   // A rerun on DATABASE_URL starts from empty tables, so that the first import is a first import.
@@ -390,10 +381,9 @@ try {
   const rate = (s: number) => Math.round(ROWS / s).toLocaleString('en');
   const ratio = copyS / importS;
   const m = again.mutations;
-  const database = process.env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : 'embedded PostgreSQL 18';
   await writeSection(
     'DVF',
-    `Machine: ${machine()}, ${database}.
+    `Machine: ${machine()}, ${database.label}.
 Generated Etalab "DVF géolocalisées" file (seed ${SEED}): ${ROWS.toLocaleString('en')} rows, ${mutations.toLocaleString('en')} mutations of 1 to 4 lines (flats with lots and dependencies, houses times their land subdivisions, land, business premises) over ${COMMUNES} real communes with made-up centres, ${(bytes / 2 ** 20).toFixed(0)} MiB; 2 % of mutations without coordinates, one row in ten thousand with an impossible date.
 
 | import | value | CPU node / PostgreSQL |
@@ -421,6 +411,5 @@ Why the import stays under the 30 % target: PostgreSQL's own work already exceed
   );
 } finally {
   await db.end();
-  await stopDb?.();
-  await rm(dir, { recursive: true, force: true });
+  await database.close();
 }

@@ -7,13 +7,10 @@
  */
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
-import { chmod, mkdtemp } from 'node:fs/promises';
+import { benchDatabase } from './database.ts';
 import { machine, writeSection } from './results.ts';
-import os from 'node:os';
-import path from 'node:path';
 import { buildApp } from '../api/app.ts';
 import { createDb } from '../db/client.ts';
-import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import { loadConfig } from '../lib/config.ts';
 
@@ -39,16 +36,8 @@ async function run(url: string, headers: Record<string, string>, setupRequest?: 
   };
 }
 
-let stopDb: (() => Promise<void>) | undefined;
-let databaseUrl = process.env.DATABASE_URL;
-if (!databaseUrl) {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-pg-'));
-  await chmod(dir, 0o755);
-  const server = await startEmbeddedPostgres(dir);
-  databaseUrl = server.url;
-  stopDb = server.stop;
-}
-const db = createDb(databaseUrl, 10);
+const database = await benchDatabase('pipeline');
+const db = createDb(database.url, 10);
 await migrate(db);
 const config = loadConfig({ ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn' });
 const app = await buildApp({ config, db });
@@ -91,14 +80,12 @@ const debits = await db.query(
 await app.close();
 await bare.close();
 await db.end();
-await stopDb?.();
+await database.close();
 
-let pg = 'embedded PostgreSQL 18';
-if (process.env.DATABASE_URL) pg = 'PostgreSQL at DATABASE_URL';
 await writeSection(
   'Pipeline overhead',
   [
-    `Machine: ${machine()}, ${pg}.`,
+    `Machine: ${machine()}, ${database.label}.`,
     `autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per row, load generator on the same machine as the server.`,
     '',
     '| route | req/s | p50 ms | p99 ms | non-2xx | vs bare |',

@@ -4,19 +4,16 @@
  * return of a client waiting on it with `attendre`. Figures go to bench/RESULTS.md.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { createActivities } from '../activities/index.ts';
 import { buildApp } from '../api/app.ts';
 import { createDb } from '../db/client.ts';
-import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import { loadConfig } from '../lib/config.ts';
 import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { connectTemporal, createTemporalEngine } from '../lib/temporal.ts';
 import { startTemporalDevServer } from '../scripts/temporal-server.ts';
 import { startWorker } from '../worker/worker.ts';
+import { benchDatabase } from './database.ts';
 import { machine, writeSection } from './results.ts';
 
 const N = Number(process.env.BENCH_TASKS ?? 200);
@@ -29,10 +26,8 @@ const percentile = (values: number[], p: number) => {
 };
 const ms = (n: number) => n.toFixed(1);
 
-const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-tasks-'));
-await chmod(dir, 0o755);
-const pg = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(dir);
-const db = createDb(process.env.DATABASE_URL ?? pg!.url, 10);
+const database = await benchDatabase('tasks');
+const db = createDb(database.url, 10);
 await migrate(db);
 const temporalServer = await startTemporalDevServer({ headless: true });
 const temporal = await connectTemporal(temporalServer.address);
@@ -101,12 +96,12 @@ await worker.stop();
 await temporal.close();
 await temporalServer.stop();
 await db.end();
-await pg?.stop();
+await database.close();
 
 await writeSection(
   'Task runtime',
   [
-    `Machine: ${machine()}; Temporal dev server (in memory) and ${process.env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : 'embedded PostgreSQL 18'} on the same machine.`,
+    `Machine: ${machine()}; Temporal dev server (in memory) and ${database.label} on the same machine.`,
     `${N} sequential calls each; tasks on a point without zone (they end as soon as the zone is looked up).`,
     '',
     '| measure | p50 ms | p95 ms | p99 ms |',
