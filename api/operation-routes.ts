@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { priceOf, type Operation, type Services } from '../domain/catalogue.ts';
 import { ApiError, type FieldError } from '../domain/errors.ts';
 import { debit } from '../domain/platform/ledger.ts';
+import { liveIsDemonstration } from '../domain/qualite.ts';
 import type { Authenticated, Authenticator } from './authenticate.ts';
 import { fieldErrors } from './problems.ts';
 
@@ -173,9 +174,15 @@ export function registerOperations(
           );
         }
         const input = parsed.data;
+        // Live answers kept while the live data was the demonstration are never served once it is gone.
+        const donnees = svc.caller.sandbox
+          ? 'test'
+          : (await liveIsDemonstration(deps.services.db))
+            ? 'demonstration'
+            : 'live';
         const cacheId =
           operation.cacheS > 0 && deps.sharedCache(operation)
-            ? `${operation.tool}|${svc.caller.sandbox ? 'test' : 'live'}|${canonical(input)}`
+            ? `${operation.tool}|${donnees}|${canonical(input)}`
             : null;
         let result = cacheId ? cache.get(cacheId) : undefined;
         if (!result) {

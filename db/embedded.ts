@@ -28,6 +28,10 @@ export async function startEmbeddedPostgres(dataDir: string, port?: number): Pro
     persistent: true,
     // As root, initdb refuses to run: the package then creates an unprivileged system user for the server.
     createPostgresUser: process.getuid?.() === 0,
+    // Imports write a lot at once (a year of DVF: about a gigabyte of WAL for its rows and indexes): with the
+    // default 1 GB between checkpoints, one would start in the middle, and every page touched after it would be
+    // logged whole again. A soft limit: the WAL files are recycled, and the space comes back after the import.
+    postgresFlags: ['-c', 'max_wal_size=4GB'],
     onLog: () => {},
     onError: () => {},
   });

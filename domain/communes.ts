@@ -14,7 +14,11 @@ export interface Commune {
   communeParente: string | null;
 }
 
-interface RawCommune {
+/** The package of the administrative split the communes come from (the communes importer reads it too). */
+export const DECOUPAGE = '@etalab/decoupage-administratif';
+
+/** A commune of the package's `communes.json`, as written there. */
+export interface CommuneDecoupage {
   code: string;
   nom: string;
   type: string;
@@ -22,7 +26,21 @@ interface RawCommune {
   region?: string;
   codesPostaux?: string[];
   population?: number;
+  /** Parent commune of a municipal arrondissement. */
   commune?: string;
+  /** New commune of a delegated or associated commune. */
+  chefLieu?: string;
+  centre?: { type: string; coordinates: [number, number] };
+}
+
+/**
+ * Whether a commune of the package is served as one: a current commune or a municipal arrondissement. Delegated and
+ * associated communes reuse the codes of current communes or name communes that no longer exist.
+ */
+export function estCommuneServie<C extends { type: string }>(
+  c: C,
+): c is C & { type: 'commune-actuelle' | 'arrondissement-municipal' } {
+  return c.type === 'commune-actuelle' || c.type === 'arrondissement-municipal';
 }
 
 const INSEE_CODE = /^(?:\d{2}|2[AB])\d{3}$/;
@@ -45,13 +63,11 @@ let byCode: Map<string, Commune> | undefined;
 function load(): Map<string, Commune> {
   if (byCode) return byCode;
   const require = createRequire(import.meta.url);
-  const path = require.resolve('@etalab/decoupage-administratif/data/communes.json');
-  const rows = JSON.parse(readFileSync(path, 'utf8')) as RawCommune[];
+  const path = require.resolve(`${DECOUPAGE}/data/communes.json`);
+  const rows = JSON.parse(readFileSync(path, 'utf8')) as CommuneDecoupage[];
   const map = new Map<string, Commune>();
   for (const row of rows) {
-    // Delegated and associated communes reuse codes of current communes or name communes that no longer exist.
-    if (row.type !== 'commune-actuelle' && row.type !== 'arrondissement-municipal') continue;
-    if (!row.departement || !row.region) continue;
+    if (!estCommuneServie(row) || !row.departement || !row.region) continue;
     map.set(row.code, {
       code: row.code,
       nom: row.nom,

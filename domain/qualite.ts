@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/client.ts';
+import type { OperationContext } from './catalogue.ts';
 
 /**
  * The `qualite` block of the overview (value-quality), shared by every operation that serves one: one schema, so the
@@ -46,18 +47,80 @@ export const SOURCE_DEMONSTRATION = 'démonstration (données fictives)';
 /** The `parametres` row present while the live dataset holds the demonstration data. */
 export const PARAMETRE_DEMONSTRATION = 'donnees_live_demonstration';
 
+/** The data a read is served from: the frozen sandbox for a pk_test_ key, the live data otherwise. */
+export type Dataset = 'live' | 'sandbox';
+
 /**
- * The result with the `source` of its `qualite` block as served: the demonstration label when the live dataset
- * holds the generated territory, so that nobody takes fictitious data for real.
+ * How long the answer to "is the live data the demonstration?" is kept per database: one indexed read every few
+ * seconds instead of one per call. The process that loads or clears the demonstration forgets it at once
+ * (forgetServedSource); another process (an import run from the command line) is seen within this delay.
  */
-export async function servedSource<T extends { qualite: { source: string } }>(
-  db: Queryable,
-  dataset: 'live' | 'sandbox',
-  result: T,
-): Promise<T> {
-  if (dataset !== 'live') return result;
+const DEMONSTRATION_TTL_MS = 5_000;
+const demonstration = new WeakMap<Queryable, { label: string | null; until: number }>();
+
+async function demonstrationLabel(db: Queryable): Promise<string | null> {
+  const cached = demonstration.get(db);
+  if (cached && cached.until > Date.now()) return cached.label;
   const { rows } = await db.query<{ valeur: string }>('SELECT valeur FROM parametres WHERE nom = $1', [
     PARAMETRE_DEMONSTRATION,
   ]);
-  return rows[0] ? { ...result, qualite: { ...result.qualite, source: rows[0].valeur } } : result;
+  const label = rows[0]?.valeur ?? null;
+  demonstration.set(db, { label, until: Date.now() + DEMONSTRATION_TTL_MS });
+  return label;
+}
+
+/**
+ * Whether the live data is the demonstration, as servedSource knows it: the responses kept in memory are kept apart
+ * by it (api/operation-routes.ts), so that none of them outlives the demonstration's removal by more than a few
+ * seconds.
+ */
+export async function liveIsDemonstration(db: Queryable): Promise<boolean> {
+  return (await demonstrationLabel(db)) !== null;
+}
+
+/** Drops what servedSource knows of `db`'s live data: called by whatever writes the demonstration marker. */
+export function forgetServedSource(db: Queryable): void {
+  demonstration.delete(db);
+}
+
+/** A JSON object (not an array, a Date or a Buffer). */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/** `value` with the `source` of every `qualite` block in it, at any depth (top level, items, groups), set to `label`. */
+function relabel<T>(value: T, label: string): T {
+  if (Array.isArray(value)) return value.map((v: unknown) => relabel(v, label)) as T;
+  if (!isPlainObject(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const block = key === 'qualite' && isPlainObject(v) && typeof v.source === 'string';
+    out[key] = block ? { ...relabel(v, label), source: label } : relabel(v, label);
+  }
+  return out as T;
+}
+
+/**
+ * The result as served: while the live dataset holds the generated territory, every `qualite.source` in it says so,
+ * so that nobody takes fictitious data for real. The sandbox is served as it is.
+ */
+export async function servedSource<T>(db: Queryable, dataset: Dataset, result: T): Promise<T> {
+  if (dataset !== 'live') return result;
+  const label = await demonstrationLabel(db);
+  return label === null ? result : relabel(result, label);
+}
+
+/**
+ * The handler of an operation that serves data of a dataset: it is given the caller's dataset, and its result goes
+ * through servedSource. The one place a read operation is labelled, whatever the depth of its `qualite` blocks.
+ */
+export function servedFromDataset<I, O>(
+  handler: (input: I, ctx: OperationContext, dataset: Dataset) => Promise<O>,
+): (input: I, ctx: OperationContext) => Promise<O> {
+  return async (input, ctx) => {
+    const dataset: Dataset = ctx.caller.sandbox ? 'sandbox' : 'live';
+    return servedSource(ctx.services.db, dataset, await handler(input, ctx, dataset));
+  };
 }

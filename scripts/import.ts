@@ -1,20 +1,17 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { createDb } from '../db/client.ts';
-import { connectDataDir } from '../db/embedded.ts';
-import { migrate } from '../db/migrate.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
-import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { banSource } from '../domain/adresses/import-ban.ts';
 import { communesSource } from '../domain/adresses/import-communes.ts';
 import { dpeSource } from '../domain/dpe/import.ts';
 import { dvfSource } from '../domain/dvf/import.ts';
 import { bodaccSource } from '../domain/entreprises/import-bodacc.ts';
 import { sireneSource } from '../domain/entreprises/import-sirene.ts';
+import { avecBaseDeDonnees, codeDeSortie, lireArguments, sortirAvecUsage } from '../domain/import/cli.ts';
+import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
+import { clearDemonstration } from '../domain/sandbox/load.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
 import { permisSource } from '../domain/urbanisme/import-permis.ts';
-import { loadConfig } from '../lib/config.ts';
+import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { exitWith } from './exit.ts';
 
 /**
@@ -53,10 +50,8 @@ Options :
 
 Base de données : DATABASE_URL si défini, sinon le PostgreSQL embarqué de DATA_DIR (défaut .data).`;
 
-function usage(message?: string): never {
-  if (message) console.error(`Erreur : ${message}\n`);
-  console.error(USAGE);
-  process.exit(message ? 1 : 0);
+function usage(message: string): never {
+  return sortirAvecUsage(USAGE, message);
 }
 
 function printReport(name: string, report: ImportReport, dataset: string): void {
@@ -74,20 +69,17 @@ function printReport(name: string, report: ImportReport, dataset: string): void 
 }
 
 async function main(): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
+  const parsed = lireArguments(
+    {
       allowPositionals: true,
       options: {
         sandbox: { type: 'boolean', default: false },
         'base-url': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
-    });
-  } catch (error) {
-    usage((error as Error).message);
-  }
-  if (parsed.values.help) usage();
+    },
+    USAGE,
+  );
   const [name, chemin, ...extra] = parsed.positionals;
   if (!name || !chemin) usage('source et chemin attendus.');
   if (extra.length > 0) usage(`argument en trop : ${extra.join(' ')}`);
@@ -98,40 +90,31 @@ async function main(): Promise<number> {
   // with the sources' own packages (communes).
   if (chemin !== '-' && !existsSync(fullPath)) throw new ImportError(`chemin introuvable : ${fullPath}`);
 
-  const config = loadConfig();
-  const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
-  const db = createDb(server.url, 4);
   const tty = process.stderr.isTTY;
   let last = 0;
-  try {
-    await migrate(db);
-    const report = await source.run(db, chemin === '-' ? '-' : fullPath, {
-      sandbox: parsed.values.sandbox,
-      baseUrl: parsed.values['base-url'],
-      onProgress: ({ lus, gardes }) => {
-        if (!tty || Date.now() - last < 200) return;
-        last = Date.now();
-        process.stderr.write(`\r${name} : ${lus} lus, ${gardes} gardés…`);
-      },
-    });
-    if (tty) process.stderr.write('\r\x1b[K');
+  return avecBaseDeDonnees(async (db) => {
+    // Real data never meets the demonstration data of the embedded default: an import into live removes it first.
+    if (!parsed.values.sandbox) await clearDemonstration(db, (line) => console.log(line));
+    const report = await source
+      .run(db, chemin === '-' ? '-' : fullPath, {
+        sandbox: parsed.values.sandbox,
+        baseUrl: parsed.values['base-url'],
+        onProgress: ({ lus, gardes }) => {
+          if (!tty || Date.now() - last < 200) return;
+          last = Date.now();
+          process.stderr.write(`\r${name} : ${lus} lus, ${gardes} gardés…`);
+        },
+      })
+      .finally(() => tty && process.stderr.write('\r\x1b[K'));
     printReport(name, report, parsed.values.sandbox ? 'bac à sable' : 'live');
     return 0;
-  } finally {
-    await db.end().catch(() => {});
-    await server.stop().catch(() => {});
-  }
+  });
 }
 
-let code: number;
-try {
-  code = await main();
-} catch (error) {
-  if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
-  const known = error instanceof ImportError || error instanceof ZonageImportError;
-  console.error(
-    `Erreur : ${known ? error.message : `import interrompu : ${(error as Error).message ?? String(error)}`}`,
-  );
-  code = 1;
-}
-await exitWith(code);
+await exitWith(
+  await codeDeSortie(
+    main,
+    'import interrompu',
+    (error) => error instanceof ImportError || error instanceof ZonageImportError,
+  ),
+);

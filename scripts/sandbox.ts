@@ -1,10 +1,6 @@
-import { parseArgs } from 'node:util';
-import { createDb } from '../db/client.ts';
-import { connectDataDir } from '../db/embedded.ts';
-import { migrate } from '../db/migrate.ts';
+import { avecBaseDeDonnees, codeDeSortie, lireArguments } from '../domain/import/cli.ts';
 import { ImportError } from '../domain/import/source.ts';
 import { loadSandbox, type SandboxLoadReport } from '../domain/sandbox/load.ts';
-import { loadConfig } from '../lib/config.ts';
 import { exitWith } from './exit.ts';
 
 /**
@@ -26,12 +22,6 @@ Options :
 
 Base de données : DATABASE_URL si défini, sinon le PostgreSQL embarqué de DATA_DIR (défaut .data).`;
 
-function usage(message?: string): never {
-  if (message) console.error(`Erreur : ${message}\n`);
-  console.error(USAGE);
-  process.exit(message ? 1 : 0);
-}
-
 function printReport(report: SandboxLoadReport): void {
   const lines = [
     `Bac à sable chargé (${report.dataset === 'live' ? 'live, démonstration' : 'bac à sable'}, graine ${report.seed})`,
@@ -49,24 +39,16 @@ function printReport(report: SandboxLoadReport): void {
 }
 
 async function main(): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
+  const parsed = lireArguments(
+    {
       options: {
         live: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
-    });
-  } catch (error) {
-    usage((error as Error).message);
-  }
-  if (parsed.values.help) usage();
-
-  const config = loadConfig();
-  const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
-  const db = createDb(server.url, 4);
-  try {
-    await migrate(db);
+    },
+    USAGE,
+  );
+  return avecBaseDeDonnees(async (db) => {
     const report = await loadSandbox(db, {
       dataset: parsed.values.live ? 'live' : 'sandbox',
       log: (line) => process.stderr.isTTY && process.stderr.write(`${line}\n`),
@@ -78,20 +60,7 @@ async function main(): Promise<number> {
       return 1;
     }
     return 0;
-  } finally {
-    await db.end().catch(() => {});
-    await server.stop().catch(() => {});
-  }
+  });
 }
 
-let code: number;
-try {
-  code = await main();
-} catch (error) {
-  const known = error instanceof ImportError;
-  console.error(
-    `Erreur : ${known ? error.message : `chargement interrompu : ${(error as Error).message ?? String(error)}`}`,
-  );
-  code = 1;
-}
-await exitWith(code);
+await exitWith(await codeDeSortie(main, 'chargement interrompu', (error) => error instanceof ImportError));

@@ -9,14 +9,16 @@ import { createDb } from '../db/client.ts';
 import { modelFromConfig } from '../lib/model.ts';
 import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { startWorker } from '../worker/worker.ts';
-import { loadSandbox } from '../domain/sandbox/load.ts';
+import { liveData, loadSandbox } from '../domain/sandbox/load.ts';
+import { SOURCE_DEMONSTRATION } from '../domain/qualite.ts';
 import { startTemporalDevServer } from './temporal-server.ts';
 
 /**
  * The embedded default: everything on one machine with no other step. A real PostgreSQL under DATA_DIR unless
  * DATABASE_URL is set, a Temporal dev server unless TEMPORAL_ADDRESS is set, migrations, the api and a worker; an
- * admin token kept under DATA_DIR when ADMIN_TOKEN is unset, and, on
- * the first start, a demonstration organisation whose keys are printed once.
+ * admin token kept under DATA_DIR when ADMIN_TOKEN is unset, the frozen sandbox, and, on the first start, a
+ * demonstration organisation whose keys are printed once. With the embedded PostgreSQL, live data that is empty gets
+ * the sandbox's territory as labelled demonstration data, until the first real import removes it.
  */
 const config = loadConfig();
 const dataDir = path.resolve(config.DATA_DIR);
@@ -45,6 +47,7 @@ if (!config.ADMIN_TOKEN) {
 
 let temporalUi: string | null = null;
 let server;
+let demonstration = false;
 try {
   if (!config.TEMPORAL_ADDRESS) {
     const temporal = await startTemporalDevServer({
@@ -62,6 +65,12 @@ try {
   stops.unshift(server.close);
   // The frozen sandbox read by pk_test_ keys. Idempotent: a second start changes nothing.
   await loadSandbox(server.db, { dataset: 'sandbox', log: (line) => console.log(`  ${line}`) });
+  // Never over real data, nor into a database of DATABASE_URL; loaded again at each start while it is there
+  // (idempotent), so that it follows the generator.
+  if (!config.DATABASE_URL && (await liveData(server.db)) !== 'reelles') {
+    await loadSandbox(server.db, { dataset: 'live', log: (line) => console.log(`  live ${line}`) });
+    demonstration = true;
+  }
   const workerDb = createDb(databaseUrl);
   const worker = await startWorker({
     address: config.TEMPORAL_ADDRESS,
@@ -94,6 +103,11 @@ Description  ${base}/api/v1/openapi.json
 Docs         ${base}/docs
 Temporal UI  ${temporalUi ?? (config.TEMPORAL_ADDRESS ? `(serveur externe ${config.TEMPORAL_ADDRESS})` : '—')}
 Admin        ${base}/admin/v1   (Authorization: Bearer <ADMIN_TOKEN>${!process.env.ADMIN_TOKEN ? `, jeton dans ${path.join(dataDir, 'admin-token')}` : ''})`);
+if (demonstration) {
+  console.log(
+    `Données live : le territoire de démonstration, fictif (source « ${SOURCE_DEMONSTRATION} ») ; le premier import de données réelles (npm run import -- <source> <fichier>) le retire, redémarrez ensuite le service.`,
+  );
+}
 
 if (demo.rows[0].n === 0) {
   // First start: a demonstration organisation, its keys shown once (only their hashes are stored).

@@ -1,33 +1,45 @@
-import { createReadStream } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
 import type { PoolClient } from 'pg';
 import type { Db } from '../../db/client.ts';
 import { communeByCode, isInseeCode } from '../communes.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { attachBanKeys } from '../dvf/import.ts';
+import { colonnesDe, csvRecords, lecteurDe, lignesDeDonnees } from '../import/csv.ts';
+import { parLots } from '../import/ecriture.ts';
+import {
+  exigerFichier,
+  ImportError,
+  importSource,
+  MAX_REJETS_LISTES,
+  nouveauRapport,
+  type Dataset,
+  type DatasetImportOptions,
+  type ImportReport,
+} from '../import/source.ts';
+
+// The sandbox generator's test reads the files it writes with it.
+export { splitCsvLine } from '../import/csv.ts';
 
 /**
  * Importer of the Base Adresse Nationale, `adresses-XX.csv` (semicolon-separated, UTF-8, one number a line), plain or
- * gzipped. The file is read line by line: memory stays flat whatever its size.
+ * gzipped. The file is read as a stream: memory stays flat whatever its size.
  *
  * Kept lines are staged in batches into a temporary table; from there one transaction writes the numbers and the rows
  * derived from them: one per street (BAN key of the street, median position of its numbers), one per lieu-dit
  * (`nom_ld`) and one per commune. Rows are upserted only when a column changed, and the BAN rows of the communes the
  * file covers that the file no longer has are deleted (a BAN file is complete for each commune it covers). Importing
- * the same file twice changes nothing.
+ * the same file twice changes nothing. DVF sales of those communes imported before their addresses are then attached
+ * to their BAN number.
  */
 
-type Dataset = 'live' | 'sandbox';
-
-export interface BanImportOptions {
-  dataset?: Dataset;
+export interface BanImportOptions extends DatasetImportOptions {
   /** Lines per staging batch (5 000 by default). */
   batchSize?: number;
-  onProgress?: (progress: { lus: number; gardes: number }) => void;
 }
 
-const MAX_REJETS_LISTES = 1000;
+export interface BanImportReport extends ImportReport {
+  /** DVF mutations of the file's communes newly attached to a BAN number. */
+  ventesRattachees: number;
+}
+
 // Two imports into one dataset wait for each other (their deletions are per commune).
 const VERROU = 726_354_008;
 // Columns a line cannot do without; the others are read when present.
@@ -39,58 +51,6 @@ const PARCELLE = /^(?:\d{2}|2[AB])\d{3}[0-9]{3}[0-9A-Z]{2}\d{4}$/;
 // ---------------------------------------------------------------------------------------------------------------------
 // Reading.
 // ---------------------------------------------------------------------------------------------------------------------
-
-/** The lines of a (possibly gzipped) text file, one at a time, with their 1-based number. */
-async function* lines(file: string): AsyncGenerator<{ n: number; text: string }> {
-  const head = Buffer.alloc(2);
-  const handle = await open(file, 'r');
-  try {
-    await handle.read(head, 0, 2, 0);
-  } finally {
-    await handle.close();
-  }
-  const raw = createReadStream(file);
-  let input: Readable = raw;
-  if (head[0] === 0x1f && head[1] === 0x8b) {
-    const gunzip = createGunzip();
-    raw.on('error', (error) => gunzip.destroy(error));
-    input = raw.pipe(gunzip);
-  }
-  input.setEncoding('utf8');
-  let rest = '';
-  let n = 0;
-  // Async iteration reads a chunk only when the previous one is consumed: back-pressure for free.
-  for await (const chunk of input as AsyncIterable<string>) {
-    const parts = (rest + chunk).split('\n');
-    rest = parts.pop()!;
-    for (const part of parts) yield { n: ++n, text: part.endsWith('\r') ? part.slice(0, -1) : part };
-  }
-  if (rest.length > 0) yield { n: ++n, text: rest.endsWith('\r') ? rest.slice(0, -1) : rest };
-}
-
-/** Fields of one CSV line; quotes are honoured (a BAN name may hold a semicolon in a quoted field). */
-export function splitCsvLine(text: string, separator = ';'): string[] {
-  if (!text.includes('"')) return text.split(separator);
-  const out: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else field += ch;
-    } else if (ch === '"' && field.length === 0) quoted = true;
-    else if (ch === separator) {
-      out.push(field);
-      field = '';
-    } else field += ch;
-  }
-  out.push(field);
-  return out;
-}
 
 interface Staged {
   ligne: number;
@@ -114,28 +74,19 @@ interface Staged {
   certification: boolean | null;
 }
 
-type Columns = Record<string, number>;
-
-function columnsOf(header: string): Columns {
-  const names = splitCsvLine(header.replace(/^\uFEFF/, '')).map((n) => n.trim().toLowerCase());
-  const missing = REQUIRED.filter((c) => !names.includes(c));
+function columnsOf(header: string[]): Map<string, number> {
+  const columns = colonnesDe(header.map((n) => n.toLowerCase()));
+  const missing = REQUIRED.filter((c) => !columns.has(c));
   if (missing.length > 0) {
     throw new ImportError(
-      `En-tête BAN attendu (adresses-XX.csv, séparateur « ; ») : colonne(s) ${missing.join(', ')} absente(s). En-tête lu : ${header.slice(0, 200)}`,
+      `En-tête BAN attendu (adresses-XX.csv, séparateur « ; ») : colonne(s) ${missing.join(', ')} absente(s). En-tête lu : ${header.join(';').slice(0, 200)}`,
     );
   }
-  return Object.fromEntries(names.map((n, i) => [n, i]));
-}
-
-function clean(value: string | undefined): string | null {
-  const v = value?.trim();
-  return v ? v : null;
+  return columns;
 }
 
 /** The staged number of a line, or why the line is rejected. */
-function stage(fields: string[], columns: Columns, width: number, ligne: number): Staged | string {
-  if (fields.length !== width) return `${fields.length} colonnes au lieu de ${width}`;
-  const get = (name: string) => (name in columns ? clean(fields[columns[name]]) : null);
+function stage(get: (name: string) => string | null, ligne: number): Staged | string {
   const id = get('id');
   if (!id) return 'id absent';
   const parts = NUMBER_ID.exec(id);
@@ -311,7 +262,8 @@ async function derive(client: PoolClient): Promise<void> {
 interface MergeCounts {
   parType: Record<string, { total: number; ajoutees: number; modifiees: number }>;
   supprimees: number;
-  communes: number;
+  /** The communes the file covers (INSEE codes). */
+  communes: string[];
 }
 
 async function merge(client: PoolClient, dataset: Dataset): Promise<MergeCounts> {
@@ -339,17 +291,18 @@ async function merge(client: PoolClient, dataset: Dataset): Promise<MergeCounts>
     const communes = await client.query<{ insee: string }>(
       `SELECT cle_ban AS insee FROM pg_temp.ban_final WHERE type = 'commune'`,
     );
+    const insees = communes.rows.map((r) => r.insee);
     const deleted = await client.query(
       `DELETE FROM adresses a
         WHERE a.dataset = $1 AND a.source = 'ban' AND a.insee = ANY ($2::text[])
           AND NOT EXISTS (SELECT 1 FROM pg_temp.ban_final f WHERE f.cle_ban = a.cle_ban)`,
-      [dataset, communes.rows.map((r) => r.insee)],
+      [dataset, insees],
     );
     await client.query('COMMIT');
     const parType: MergeCounts['parType'] = {};
     for (const { type, n } of totals.rows) parType[type] = { total: n, ajoutees: 0, modifiees: 0 };
     for (const r of upserted.rows) Object.assign(parType[r.type], { ajoutees: r.ajoutees, modifiees: r.modifiees });
-    return { parType, supprimees: deleted.rowCount ?? 0, communes: parType.commune?.total ?? 0 };
+    return { parType, supprimees: deleted.rowCount ?? 0, communes: insees };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;
@@ -365,55 +318,44 @@ async function merge(client: PoolClient, dataset: Dataset): Promise<MergeCounts>
  * file is unusable as a whole (missing, not a BAN header); a bad line is only rejected, with its reason and its line
  * number in the file (the header is line 1).
  */
-export async function importBan(db: Db, file: string, options: BanImportOptions = {}): Promise<ImportReport> {
+export async function importBan(db: Db, file: string, options: BanImportOptions = {}): Promise<BanImportReport> {
   const dataset = options.dataset ?? 'live';
-  const batchSize = Math.max(1, options.batchSize ?? 5000);
-  const info = await stat(file).catch(() => null);
-  if (!info?.isFile()) throw new ImportError(`fichier introuvable : ${file}`);
-  const report: ImportReport = { source: file, lus: 0, gardes: 0, rejetes: [], details: [] };
-  const reject = (ligne: number, motif: string) => {
-    if (report.rejetes.length < MAX_REJETS_LISTES) report.rejetes.push({ ligne, motif });
-  };
+  await exigerFichier(file);
+  const { report, rejeter } = nouveauRapport(file);
+  await using records = csvRecords(file, ';');
+  const premiere = await records.next();
+  if (premiere.done) throw new ImportError(`${file} est vide : en-tête BAN attendu.`);
+  const header = premiere.value.champs;
+  const columns = columnsOf(header);
 
   const client = await db.connect();
   try {
     await client.query('DROP TABLE IF EXISTS pg_temp.ban_lot, pg_temp.ban_final');
     await client.query(`CREATE TEMP TABLE ban_lot (${STAGING})`);
-    let columns: Columns | null = null;
-    let width = 0;
-    let batch: Staged[] = [];
     let seq = 0;
     let parcellesIgnorees = 0;
-    const flush = async () => {
-      if (batch.length === 0) return;
-      await writeBatch(client, batch, seq);
-      seq += batch.length;
-      batch = [];
-      options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    };
-    for await (const { n, text } of lines(file)) {
-      if (columns === null) {
-        columns = columnsOf(text);
-        width = Object.keys(columns).length;
-        continue;
-      }
-      if (text.trim() === '') continue;
-      report.lus++;
-      const fields = splitCsvLine(text);
-      const staged = stage(fields, columns, width, n);
+    const lots = parLots<Staged>(
+      Math.max(1, options.batchSize ?? 5000),
+      async (batch) => {
+        await writeBatch(client, batch, seq);
+        seq += batch.length;
+      },
+      () => options.onProgress?.({ lus: report.lus, gardes: report.gardes }),
+    );
+    for await (const { ligne, champs } of lignesDeDonnees(records, header.length, report, rejeter)) {
+      const get = lecteurDe(columns, champs);
+      const staged = stage(get, ligne);
       if (typeof staged === 'string') {
-        reject(n, staged);
+        rejeter(ligne, staged);
         continue;
       }
-      const declared = clean(fields[columns.cad_parcelles ?? -1]);
+      const declared = get('cad_parcelles');
       if (declared)
         parcellesIgnorees += declared.split('|').length - (staged.parcelles ? staged.parcelles.split('|').length : 0);
       report.gardes++;
-      batch.push(staged);
-      if (batch.length >= batchSize) await flush();
+      await lots.ajouter(staged);
     }
-    if (columns === null) throw new ImportError(`${file} est vide : en-tête BAN attendu.`);
-    await flush();
+    await lots.vider();
 
     // A key seen twice: the first line wins, the others are rejected (found here, not in a Set of a million keys).
     const doubles = await client.query<{ ligne: number; cle: string; premiere: number; n: number }>(
@@ -426,7 +368,7 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
           RETURNING d.ligne, d.cle, d.premiere)
        SELECT ligne, cle, premiere, count(*) OVER ()::int AS n FROM d ORDER BY ligne LIMIT ${MAX_REJETS_LISTES}`,
     );
-    for (const d of doubles.rows) reject(d.ligne, `id en double (${d.cle}, déjà ligne ${d.premiere})`);
+    for (const d of doubles.rows) rejeter(d.ligne, `id en double (${d.cle}, déjà ligne ${d.premiere})`);
     report.gardes -= doubles.rows[0]?.n ?? 0;
     report.rejetes.sort((a, b) => a.ligne - b.ligne);
 
@@ -435,6 +377,7 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
     const written = Object.values(merged.parType).reduce((n, c) => n + c.ajoutees + c.modifiees, merged.supprimees);
     // Fresh statistics at once: the searches that follow would otherwise be planned on the table as it was.
     if (written > 0) await client.query('ANALYZE adresses');
+    const ventesRattachees = await attachBanKeys(client, dataset, merged.communes);
     const t = (type: string) => merged.parType[type] ?? { total: 0, ajoutees: 0, modifiees: 0 };
     const line = (label: string, type: string) => {
       const c = t(type);
@@ -445,12 +388,13 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
       line('voies', 'voie'),
       line('lieux-dits', 'lieu_dit'),
       line('communes', 'commune'),
-      `supprimés : ${merged.supprimees} (absents du fichier, dans ses ${merged.communes} communes)`,
+      `supprimés : ${merged.supprimees} (absents du fichier, dans ses ${merged.communes.length} communes)`,
+      `ventes DVF rattachées à un numéro : ${ventesRattachees}`,
     );
     if (parcellesIgnorees > 0)
       report.details.push(`parcelles : ${parcellesIgnorees} identifiants hors format (14 caractères) ignorés`);
     options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    return report;
+    return { ...report, ventesRattachees };
   } finally {
     await client.query('DROP TABLE IF EXISTS pg_temp.ban_lot, pg_temp.ban_final').catch(() => {});
     client.release();
@@ -458,10 +402,8 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
 }
 
 /** The `ban` source of the importers' CLI. */
-export const banSource: ImportSource = {
-  name: 'ban',
-  description: 'adresses de la Base Adresse Nationale : adresses-XX.csv (séparateur « ; »), ou .csv.gz',
-  async run(db, chemin, { sandbox, onProgress }) {
-    return importBan(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
-  },
-};
+export const banSource = importSource(
+  'ban',
+  'adresses de la Base Adresse Nationale : adresses-XX.csv (séparateur « ; »), ou .csv.gz',
+  importBan,
+);

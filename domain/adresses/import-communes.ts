@@ -2,9 +2,17 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { PoolClient } from 'pg';
-import type { Db } from '../../db/client.ts';
-import { isInseeCode } from '../communes.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { transaction, type Db } from '../../db/client.ts';
+import { DECOUPAGE, estCommuneServie, isInseeCode, type CommuneDecoupage } from '../communes.ts';
+import { upsert } from '../import/ecriture.ts';
+import {
+  ImportError,
+  importSource,
+  nouveauRapport,
+  type Dataset,
+  type DatasetImportOptions,
+  type ImportReport,
+} from '../import/source.ts';
 import { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
 
 /**
@@ -17,27 +25,9 @@ import { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
  * no longer has (a commune merged into another) deleted, all in one transaction. Importing twice changes nothing.
  */
 
-const PACKAGE = '@etalab/decoupage-administratif';
 const POSTAL_PACKAGE = 'codes-postaux';
 // Two imports of the administrative split into one dataset wait for each other.
 const VERROU = 726_354_007;
-
-type Dataset = 'live' | 'sandbox';
-
-interface RawCommune {
-  code: string;
-  nom: string;
-  type: string;
-  departement?: string;
-  region?: string;
-  codesPostaux?: string[];
-  population?: number;
-  /** Parent commune of a municipal arrondissement. */
-  commune?: string;
-  /** New commune of a delegated or associated commune. */
-  chefLieu?: string;
-  centre?: { type: string; coordinates: [number, number] };
-}
 
 interface RawEpci {
   code: string;
@@ -80,8 +70,6 @@ interface Counts {
   supprimees: number;
 }
 
-const MAX_REJETS_LISTES = 1000;
-
 function readJson<T>(file: string): T {
   try {
     return JSON.parse(readFileSync(file, 'utf8')) as T;
@@ -93,10 +81,10 @@ function readJson<T>(file: string): T {
 /** Where the four files are: the installed package, or a folder given on the command line. */
 function dataFolder(chemin: string): { folder: string; label: string } {
   const require = createRequire(import.meta.url);
-  if (chemin === '-' || chemin === PACKAGE || path.basename(chemin) === '-') {
-    const file = require.resolve(`${PACKAGE}/data/communes.json`);
-    const version = (require(`${PACKAGE}/package.json`) as { version: string }).version;
-    return { folder: path.dirname(file), label: `${PACKAGE} ${version}` };
+  if (chemin === '-' || chemin === DECOUPAGE || path.basename(chemin) === '-') {
+    const file = require.resolve(`${DECOUPAGE}/data/communes.json`);
+    const version = (require(`${DECOUPAGE}/package.json`) as { version: string }).version;
+    return { folder: path.dirname(file), label: `${DECOUPAGE} ${version}` };
   }
   const folder = existsSync(chemin) && statSync(chemin).isFile() ? path.dirname(chemin) : chemin;
   const missing = ['communes.json', 'epci.json', 'departements.json', 'regions.json'].filter(
@@ -104,14 +92,14 @@ function dataFolder(chemin: string): { folder: string; label: string } {
   );
   if (missing.length > 0) {
     throw new ImportError(
-      `${folder} : ${missing.join(', ')} introuvable(s). Chemin attendu : « - » (données du paquet ${PACKAGE} installé) ou un dossier data/ de ce paquet.`,
+      `${folder} : ${missing.join(', ')} introuvable(s). Chemin attendu : « - » (données du paquet ${DECOUPAGE} installé) ou un dossier data/ de ce paquet.`,
     );
   }
   return { folder, label: folder };
 }
 
 /** Postal codes by commune from `codes-postaux`; those of a delegated or associated commune go to its new commune. */
-function postalCodes(raw: RawCommune[]): { byCommune: Map<string, Set<string>>; unknown: number; label: string } {
+function postalCodes(raw: CommuneDecoupage[]): { byCommune: Map<string, Set<string>>; unknown: number; label: string } {
   const require = createRequire(import.meta.url);
   const entries = require(`${POSTAL_PACKAGE}/codes-postaux.json`) as Array<{ codePostal: string; codeCommune: string }>;
   const version = (require(`${POSTAL_PACKAGE}/package.json`) as { version: string }).version;
@@ -120,9 +108,7 @@ function postalCodes(raw: RawCommune[]): { byCommune: Map<string, Set<string>>; 
     if ((c.type === 'commune-deleguee' || c.type === 'commune-associee') && c.chefLieu)
       parentOf.set(c.code, c.chefLieu);
   }
-  const current = new Set(
-    raw.filter((c) => c.type === 'commune-actuelle' || c.type === 'arrondissement-municipal').map((c) => c.code),
-  );
+  const current = new Set(raw.filter(estCommuneServie).map((c) => c.code));
   const byCommune = new Map<string, Set<string>>();
   let unknown = 0;
   for (const { codePostal, codeCommune } of entries) {
@@ -138,34 +124,31 @@ function postalCodes(raw: RawCommune[]): { byCommune: Map<string, Set<string>>; 
   return { byCommune, unknown, label: `${POSTAL_PACKAGE} ${version}` };
 }
 
-/** Upserts `rows` into `table` (changed rows only) and deletes the rows of the dataset the source no longer has. */
+/**
+ * Upserts `rows` into `table` (changed rows only) and deletes the rows of the dataset the source no longer has.
+ * `record` lists the columns with their SQL types, the key first.
+ */
 async function sync(
   client: PoolClient,
   table: 'communes' | 'epci' | 'departements' | 'regions',
-  key: string,
   record: string,
   rows: object[],
   dataset: Dataset,
 ): Promise<Counts> {
-  const columns = record.split(',').map((c) => c.trim().split(/\s+/)[0]);
-  const values = columns.filter((c) => c !== key);
-  const upserted = await client.query<{ ajoutee: boolean }>(
-    `INSERT INTO ${table} AS t (dataset, ${columns.join(', ')})
-     SELECT $1, ${columns.join(', ')} FROM jsonb_to_recordset($2::jsonb) AS r(${record})
-     ON CONFLICT (dataset, ${key}) DO UPDATE SET ${values.map((c) => `${c} = excluded.${c}`).join(', ')}
-     WHERE (${values.map((c) => `t.${c}`).join(', ')}) IS DISTINCT FROM (${values.map((c) => `excluded.${c}`).join(', ')})
-     RETURNING (xmax = 0) AS ajoutee`,
-    [dataset, JSON.stringify(rows)],
+  const colonnes = record.split(',').map((c) => c.trim().split(/\s+/) as [string, string]);
+  const key = colonnes[0][0];
+  const e = await upsert(
+    client,
+    { nom: table, colonnes: [['dataset', 'text'], ...colonnes], cle: ['dataset', key] },
+    rows.map((r) => ({ dataset, ...r })),
   );
   const deleted = await client.query(`DELETE FROM ${table} WHERE dataset = $1 AND NOT (${key} = ANY ($2::text[]))`, [
     dataset,
     rows.map((r) => (r as Record<string, string>)[key]),
   ]);
-  const ajoutees = upserted.rows.filter((r) => r.ajoutee).length;
   return {
-    ajoutees,
-    modifiees: upserted.rows.length - ajoutees,
-    inchangees: rows.length - upserted.rows.length,
+    ...e,
+    inchangees: rows.length - e.ajoutees - e.modifiees,
     supprimees: deleted.rowCount ?? 0,
   };
 }
@@ -181,21 +164,18 @@ function line(label: string, n: number, c: Counts): string {
 export async function importCommunes(
   db: Db,
   chemin: string,
-  options: { dataset?: Dataset; onProgress?: (p: { lus: number; gardes: number }) => void } = {},
+  options: DatasetImportOptions = {},
 ): Promise<ImportReport> {
   const dataset = options.dataset ?? 'live';
   const { folder, label } = dataFolder(chemin);
-  const raw = readJson<RawCommune[]>(path.join(folder, 'communes.json'));
+  const raw = readJson<CommuneDecoupage[]>(path.join(folder, 'communes.json'));
   const rawEpci = readJson<RawEpci[]>(path.join(folder, 'epci.json'));
   const rawDepartements = readJson<RawDivision[]>(path.join(folder, 'departements.json'));
   const rawRegions = readJson<RawDivision[]>(path.join(folder, 'regions.json'));
   if (!Array.isArray(raw) || !Array.isArray(rawEpci) || !Array.isArray(rawDepartements) || !Array.isArray(rawRegions))
     throw new ImportError(`${folder} : fichiers du découpage administratif attendus (tableaux JSON).`);
   const postal = postalCodes(raw);
-  const report: ImportReport = { source: `${label} + ${postal.label}`, lus: 0, gardes: 0, rejetes: [], details: [] };
-  const reject = (ligne: number, motif: string) => {
-    if (report.rejetes.length < MAX_REJETS_LISTES) report.rejetes.push({ ligne, motif });
-  };
+  const { report, rejeter } = nouveauRapport(`${label} + ${postal.label}`);
 
   const epciOf = new Map<string, string>();
   for (const e of rawEpci) for (const m of e.membres ?? []) epciOf.set(m.code, e.code);
@@ -204,9 +184,8 @@ export async function importCommunes(
   const communes: CommuneRow[] = [];
   let ignorees = 0;
   for (const [index, c] of raw.entries()) {
-    // Delegated and associated communes reuse the codes of current communes or name communes that no longer exist:
-    // they are not communes of their own (their postal codes went to their new commune above).
-    if (c.type !== 'commune-actuelle' && c.type !== 'arrondissement-municipal') {
+    // Delegated and associated communes are not communes of their own (their postal codes went to their new commune).
+    if (!estCommuneServie(c)) {
       ignorees++;
       continue;
     }
@@ -214,15 +193,15 @@ export async function importCommunes(
     report.lus++;
     const ligne = index + 1;
     if (typeof c.code !== 'string' || !isInseeCode(c.code)) {
-      reject(ligne, `code INSEE invalide (${String(c.code)})`);
+      rejeter(ligne, `code INSEE invalide (${String(c.code)})`);
       continue;
     }
     if (!c.nom) {
-      reject(ligne, `${c.code} : nom absent`);
+      rejeter(ligne, `${c.code} : nom absent`);
       continue;
     }
     if (!c.departement || !c.region) {
-      reject(ligne, `${c.code} : département ou région absent`);
+      rejeter(ligne, `${c.code} : département ou région absent`);
       continue;
     }
     const parente = c.type === 'arrondissement-municipal' ? (c.commune ?? null) : null;
@@ -260,46 +239,37 @@ export async function importCommunes(
     .filter((r) => dataset === 'live' || usedRegions.has(r.code))
     .map((r) => ({ code: r.code, nom: r.nom }));
 
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN');
+  const [rc, dc, ec, cc] = await transaction(db, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VERROU, dataset]);
-    const rc = await sync(client, 'regions', 'code', 'code text, nom text', regions, dataset);
-    const dc = await sync(client, 'departements', 'code', 'code text, nom text, region text', departements, dataset);
-    const ec = await sync(client, 'epci', 'siren', 'siren text, nom text, nature text, membres text[]', epci, dataset);
-    const cc = await sync(
-      client,
-      'communes',
-      'insee',
-      `insee text, nom text, type text, departement text, region text, epci text, commune_parente text,
-       codes_postaux text[], population int, lat float8, lon float8`,
-      communes,
-      dataset,
-    );
-    await client.query('COMMIT');
-    const arrondissements = communes.filter((c) => c.type === 'arrondissement-municipal').length;
-    report.details.push(
-      line('communes', communes.length, cc),
-      `  dont ${arrondissements} arrondissements municipaux ; ${ignorees} communes déléguées ou associées non importées ; ${communes.filter((c) => c.codes_postaux.length === 0).length} sans code postal`,
-      line('EPCI', epci.length, ec),
-      line('départements', departements.length, dc),
-      line('régions', regions.length, rc),
-      `codes postaux : ${postal.unknown} entrées de ${POSTAL_PACKAGE} sans commune connue, ignorées`,
-    );
-    return report;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+    return [
+      await sync(client, 'regions', 'code text, nom text', regions, dataset),
+      await sync(client, 'departements', 'code text, nom text, region text', departements, dataset),
+      await sync(client, 'epci', 'siren text, nom text, nature text, membres text[]', epci, dataset),
+      await sync(
+        client,
+        'communes',
+        `insee text, nom text, type text, departement text, region text, epci text, commune_parente text,
+         codes_postaux text[], population int, lat float8, lon float8`,
+        communes,
+        dataset,
+      ),
+    ];
+  });
+  const arrondissements = communes.filter((c) => c.type === 'arrondissement-municipal').length;
+  report.details.push(
+    line('communes', communes.length, cc),
+    `  dont ${arrondissements} arrondissements municipaux ; ${ignorees} communes déléguées ou associées non importées ; ${communes.filter((c) => c.codes_postaux.length === 0).length} sans code postal`,
+    line('EPCI', epci.length, ec),
+    line('départements', departements.length, dc),
+    line('régions', regions.length, rc),
+    `codes postaux : ${postal.unknown} entrées de ${POSTAL_PACKAGE} sans commune connue, ignorées`,
+  );
+  return report;
 }
 
 /** The `communes` source of the importers' CLI. */
-export const communesSource: ImportSource = {
-  name: 'communes',
-  description: `communes, arrondissements municipaux, EPCI, départements et régions (paquets ${PACKAGE} et ${POSTAL_PACKAGE}) ; chemin « - »`,
-  async run(db, chemin, { sandbox, onProgress }) {
-    return importCommunes(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
-  },
-};
+export const communesSource = importSource(
+  'communes',
+  `communes, arrondissements municipaux, EPCI, départements et régions (paquets ${DECOUPAGE} et ${POSTAL_PACKAGE}) ; chemin « - »`,
+  importCommunes,
+);

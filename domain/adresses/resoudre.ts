@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Db, Queryable } from '../../db/client.ts';
+import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
 import { ApiError } from '../errors.ts';
@@ -341,19 +341,11 @@ export async function rechercher(
   if (requete.mots.length === 0) return [];
   const distinctifs = requete.mots.filter((m) => !MOTS_COMMUNS.has(m) && !MOTS_OUTILS.has(m));
   const texte = (distinctifs.length > 0 ? distinctifs : requete.mots).join(' ');
-  const client = await db.connect();
-  let rows: Array<Ligne & { origine: 'lieu' | 'numero' }>;
-  try {
-    // The trigram operator reads its threshold from a setting: set for this transaction only.
-    await client.query(`BEGIN READ ONLY; SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
-    rows = await lireTexte(client, dataset, texte, codePostal, requete.numero);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  // The trigram operator reads its threshold from a setting: set for this transaction only.
+  const rows = await transaction(db, async (client) => {
+    await client.query(`SET TRANSACTION READ ONLY; SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
+    return lireTexte(client, dataset, texte, codePostal, requete.numero);
+  });
   // A street or place that has the asked number gives way to it.
   const lieuDit = (insee: string, nom: string | null) => `${insee}|${nom}`;
   const avecNumero = new Set(
@@ -529,15 +521,26 @@ export const resoudreAdresseInverse = defineOperation({
 
 export const adresseOperations = [resoudreAdresse, resoudreAdresseInverse];
 
-/** A BAN entry by its key (number, street, place or commune), or null. */
-export async function adresseParCle(
-  db: Queryable,
-  dataset: Dataset,
-  cleBan: string,
-): Promise<{ cle_ban: string; libelle: string; type: Ligne['type']; insee: string; lat: number; lon: number } | null> {
-  const { rows } = await db.query(
-    'SELECT cle_ban, libelle, type, insee, lat, lon FROM adresses WHERE dataset = $1 AND cle_ban = $2',
-    [dataset, cleBan.toLowerCase()],
+/** A row of the address base as the operations on one address read it. */
+export type AdresseBan = Ligne;
+
+/** A BAN entry of the dataset by its key (number, street, place or commune; case and spaces ignored), or null. */
+export async function adresseParCle(db: Queryable, dataset: Dataset, cleBan: string): Promise<AdresseBan | null> {
+  const { rows } = await db.query<AdresseBan>(
+    `SELECT ${COLONNES} FROM adresses a WHERE a.dataset = $1 AND a.cle_ban = $2`,
+    [dataset, cleBan.trim().toLowerCase()],
   );
   return rows[0] ?? null;
+}
+
+/** The BAN entry of a key, else 404 adresse_introuvable, nothing debited: how the reads of one address begin. */
+export async function adresseConnue(db: Queryable, dataset: Dataset, cleBan: string): Promise<AdresseBan> {
+  const adresse = await adresseParCle(db, dataset, cleBan);
+  if (!adresse) {
+    throw new ApiError(
+      'adresse_introuvable',
+      `Aucune adresse de la Base Adresse Nationale n’a la clé « ${cleBan} » ; rien n’est débité.`,
+    );
+  }
+  return adresse;
 }

@@ -1,9 +1,18 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
+import { adresseParCle, type AdresseBan } from '../adresses/resoudre.ts';
 import { defineOperation } from '../catalogue.ts';
 import { absenceDvf, departementOf } from '../dvf/import.ts';
+import {
+  cellules as cellulesDvf,
+  dansCellules,
+  drapeauxDeMutation,
+  parNumero,
+  surParcelles,
+  PREMIER_MILLESIME_NUMERO,
+} from '../dvf/operations.ts';
 import { ApiError } from '../errors.ts';
-import { drapeaux, QualiteSchema, type Drapeau, type Qualite } from '../qualite.ts';
+import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau, type Qualite } from '../qualite.ts';
 import { CLASSES, type Classe, type Dataset, type DpeRow, depuisWgs84, numeroDeCle, projectionOf } from './import.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -20,7 +29,6 @@ const RAYON_ILOT_M = 100;
 const ANS_ILOT = 5;
 /** Sales of 2018-2020 are attached to a number by position only, within this distance (as ventes_adresse). */
 const RAYON_POSITION_M = 15;
-const PREMIER_MILLESIME_NUMERO = 2021;
 const MAX_MUTATIONS = 500;
 const MAX_DPE = 1000;
 /** A price median over fewer sales than this is flagged peu_d_observations. */
@@ -298,45 +306,12 @@ export function cellules(lat: number, lon: number, insee: string): { ilot: strin
   };
 }
 
-/** DVF's position index (db/migrations/009_dvf.sql, dvf_mutations_cellule): cells of 0.005°, the same expression. */
-const CELLULE_DVF = '(floor((m.lat + 90) * 200)::bigint * 72001 + floor((m.lon + 180) * 200)::bigint)';
-
-function cellulesDvf(lat: number, lon: number, rayonM: number): string[] {
-  const dLat = rayonM / 110_000;
-  const dLon = dLat / Math.max(0.01, Math.cos((lat * Math.PI) / 180));
-  const out: string[] = [];
-  for (let i = Math.floor((lat - dLat + 90) * 200); i <= Math.floor((lat + dLat + 90) * 200); i++) {
-    for (let j = Math.floor((lon - dLon + 180) * 200); j <= Math.floor((lon + dLon + 180) * 200); j++) {
-      out.push(String(i * 72001 + j));
-    }
-  }
-  return out;
-}
-
 const arrondi = (x: number | null, decimales = 0) =>
   x === null ? null : Math.round(x * 10 ** decimales) / 10 ** decimales;
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Reading.
 // ---------------------------------------------------------------------------------------------------------------------
-
-interface BanRow {
-  cle_ban: string;
-  type: 'numero' | 'voie' | 'lieu_dit' | 'commune';
-  numero: number | null;
-  suffixe: string | null;
-  voie: string | null;
-  code_voie: string | null;
-  lieu_dit: string | null;
-  code_postal: string | null;
-  insee: string;
-  commune: string;
-  libelle: string;
-  lat: number;
-  lon: number;
-  type_position: string | null;
-  parcelles: string[] | null;
-}
 
 /** A DPE as the groups read it: the stored row, and whether a later DPE replaced it. */
 type DpeLigne = Pick<
@@ -404,7 +379,7 @@ async function dpeParNumero(db: Queryable, dataset: Dataset, numero: string): Pr
 // Groups.
 // ---------------------------------------------------------------------------------------------------------------------
 
-function identiteBan(a: BanRow): Identite {
+function identiteBan(a: AdresseBan): Identite {
   const lat = arrondi(a.lat, 6)!;
   const lon = arrondi(a.lon, 6)!;
   return {
@@ -643,7 +618,7 @@ async function ventesDe(
   db: Queryable,
   dataset: Dataset,
   id: Identite,
-  ban: BanRow | null,
+  ban: AdresseBan | null,
   dernierDpe: string | null,
 ): Promise<{ ventes: Ventes | null; limite: string | null }> {
   if (id.numero === null || id.insee === null) {
@@ -653,12 +628,10 @@ async function ventesDe(
   // 2018-2020 by position only.
   const codeVoie = ban?.code_voie ?? id.cle_ban.split('_')[1]?.toUpperCase() ?? null;
   const params: unknown[] = [dataset, id.cle_ban, id.insee, codeVoie, id.numero, id.rep ?? '', id.parcelles ?? []];
-  const parNumero = `(m.insee = $3 AND m.code_voie = $4 AND m.adresse_numero = $5
-    AND (coalesce(m.adresse_suffixe, '') = $6 OR left(coalesce(m.adresse_suffixe, ''), 1) = $6))`;
-  let sql = `SELECT ${MUTATION_COLONNES}, CASE WHEN m.cle_ban = $2 OR ${parNumero} THEN 'numero' ELSE 'parcelle' END AS rattachement
+  let sql = `SELECT ${MUTATION_COLONNES}, CASE WHEN m.cle_ban = $2 OR ${parNumero(3)} THEN 'numero' ELSE 'parcelle' END AS rattachement
       FROM dvf_mutations m
      WHERE m.dataset = $1 AND m.millesime >= ${PREMIER_MILLESIME_NUMERO}
-       AND (m.cle_ban = $2 OR ${parNumero} OR m.parcelles && $7::text[])`;
+       AND (m.cle_ban = $2 OR ${parNumero(3)} OR ${surParcelles(7)})`;
   if (id.lat !== null && id.lon !== null) {
     params.push(id.lat, id.lon, RAYON_POSITION_M, cellulesDvf(id.lat, id.lon, RAYON_POSITION_M));
     sql += `
@@ -666,7 +639,7 @@ async function ventesDe(
     SELECT ${MUTATION_COLONNES}, 'position' AS rattachement
       FROM dvf_mutations m
      WHERE m.dataset = $1 AND m.millesime BETWEEN 2018 AND ${PREMIER_MILLESIME_NUMERO - 1}
-       AND ${CELLULE_DVF} = ANY ($11::bigint[])
+       AND ${dansCellules(11)}
        AND earth_distance(ll_to_earth($8, $9), ll_to_earth(m.lat, m.lon)) <= $10`;
   }
   const { rows } = await db.query<MutationLigne>(
@@ -682,11 +655,7 @@ async function ventesDe(
     prix_m2: m.prix_m2,
   });
   const d = liste[0];
-  const flags: Drapeau[] = [];
-  if (d?.prix_atypique) flags.push('prix_atypique');
-  if (d?.surface_atypique) flags.push('surface_atypique');
-  if (d?.vente_en_bloc) flags.push('vente_en_bloc');
-  if (d?.doublon_probable) flags.push('doublon_probable');
+  const flags: Drapeau[] = d ? drapeauxDeMutation(d) : [];
   if (liste.some((m) => m.rattachement === 'position')) flags.push('rattachement_incertain');
   return {
     ventes: {
@@ -723,7 +692,7 @@ async function ilotDe(db: Queryable, dataset: Dataset, id: Identite, aujourdhui:
               FILTER (WHERE ${POUR_MEDIANE} AND m.date_mutation >= $5) AS mediane,
             to_char(max(m.date_mutation) FILTER (WHERE m.nature IN ${NATURES_VENTE}), 'YYYY-MM-DD') AS derniere
        FROM dvf_mutations m
-      WHERE m.dataset = $1 AND ${CELLULE_DVF} = ANY ($6::bigint[])
+      WHERE m.dataset = $1 AND ${dansCellules(6)}
         AND earth_distance(ll_to_earth($2, $3), ll_to_earth(m.lat, m.lon)) <= $4
         AND m.date_mutation <= $7`,
     [dataset, id.lat, id.lon, RAYON_ILOT_M, depuis, cellulesDvf(id.lat, id.lon, RAYON_ILOT_M), aujourdhui],
@@ -899,21 +868,11 @@ export const faitsAdresse = defineOperation({
   input: FaitsInput,
   output: FaitsOutput,
   dataDate: dateDesDonnees,
-  async handler(entree, ctx) {
+  handler: servedFromDataset(async (entree, ctx, dataset) => {
     const db = ctx.services.db;
-    const dataset: Dataset = ctx.caller.sandbox ? 'sandbox' : 'live';
     const cle = entree.cle_ban;
     const aujourdhui = jourDe(ctx.services.now());
-    const [{ rows: bans }, dpes] = await Promise.all([
-      db.query<BanRow>(
-        `SELECT cle_ban, type, numero, suffixe, voie, code_voie, lieu_dit, code_postal, insee, commune, libelle, lat, lon,
-                type_position, parcelles
-           FROM adresses WHERE dataset = $1 AND cle_ban = $2`,
-        [dataset, cle],
-      ),
-      lireDpe(db, dataset, cle),
-    ]);
-    const ban = bans[0] ?? null;
+    const [ban, dpes] = await Promise.all([adresseParCle(db, dataset, cle), lireDpe(db, dataset, cle)]);
     if (!ban && dpes.length === 0) {
       throw new ApiError(
         'adresse_introuvable',
@@ -955,5 +914,5 @@ export const faitsAdresse = defineOperation({
       },
       entree.champs,
     );
-  },
+  }),
 });

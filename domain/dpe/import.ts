@@ -1,14 +1,19 @@
-import { createReadStream } from 'node:fs';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
 import type { PoolClient } from 'pg';
 import proj4 from 'proj4';
 import type { Db, Queryable } from '../../db/client.ts';
-import { splitCsvLine } from '../adresses/import-ban.ts';
 import { departementOf } from '../dvf/import.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { colonnesDe, csvRecords, lignesDeDonnees, separateurDe, type CsvRecord } from '../import/csv.ts';
+import { parLots, upsert, type Lots, type Table } from '../import/ecriture.ts';
+import {
+  ImportError,
+  importSource,
+  rejeteur,
+  type Dataset,
+  type DatasetImportOptions,
+  type ImportReport,
+} from '../import/source.ts';
 
 /**
  * Importer of energy-performance diagnoses (DPE) of dwellings, attached to BAN keys, and of energy audits:
@@ -17,7 +22,8 @@ import { ImportError, type ImportReport, type ImportSource } from '../import/sou
  * - the ADEME open-data CSV « DPE Logements existants (depuis juillet 2021) », with its French column names
  *   (`N°DPE`, `Date_établissement_DPE`, `Etiquette_DPE`, `Identifiant__BAN`…) or the snake_case names of its later
  *   editions (`numero_dpe`, `identifiant_ban`…): columns are found by a folded name (accents, case and punctuation
- *   ignored), separator `,` or `;` (or tab) read from the header, quoted fields, plain or gzipped;
+ *   ignored), separator `,` or `;` (or tab) read from the header, read by the importers' CSV reader (quoted fields,
+ *   plain or gzipped);
  * - the ADEME audit open-data CSV (one row per scenario step: `n_audit`, `date_etablissement_audit`, `numero_dpe`,
  *   `classe_bilan_dpe`, `categorie_scenario`, `etape_travaux`, `cout_travaux`, `couts_cumules_travaux`…), folded into
  *   one row per audit.
@@ -33,14 +39,11 @@ import { ImportError, type ImportReport, type ImportSource } from '../import/sou
  * COLONNES_DPE.
  */
 
-export type Dataset = 'live' | 'sandbox';
+export type { Dataset };
 export const CLASSES = ['A', 'B', 'C', 'D', 'E', 'F', 'G'] as const;
 export type Classe = (typeof CLASSES)[number];
 
-const MAX_REJETS_LISTES = 1000;
 const LOT = 1000;
-// A CSV record longer than this is a broken quote, not data: the line is rejected instead of swallowing the file.
-const MAX_ENREGISTREMENT = 1 << 20;
 const MAX_XML_OCTETS = 32 << 20;
 /** Legal validity of a DPE established since July 2021 (Code de la construction, art. D126-19). */
 const VALIDITE_ANS = 10;
@@ -677,83 +680,13 @@ const COLONNES_AUDIT = {
 type Colonnes<K extends string> = Partial<Record<K, number>>;
 
 function colonnes<K extends string>(noms: string[], table: Record<K, readonly string[]>): Colonnes<K> {
-  const index = new Map<string, number>();
-  noms.forEach((n, i) => {
-    if (!index.has(n)) index.set(n, i);
-  });
+  const index = colonnesDe(noms);
   const out: Colonnes<K> = {};
   for (const [cle, alias] of Object.entries(table) as Array<[K, readonly string[]]>) {
     const i = alias.map((a) => index.get(a)).find((x) => x !== undefined);
     if (i !== undefined) out[cle] = i;
   }
   return out;
-}
-
-async function ouvrirTexte(file: string): Promise<Readable> {
-  const head = Buffer.alloc(2);
-  const handle = await open(file, 'r');
-  try {
-    await handle.read(head, 0, 2, 0);
-  } finally {
-    await handle.close();
-  }
-  const raw = createReadStream(file);
-  let input: Readable = raw;
-  if (head[0] === 0x1f && head[1] === 0x8b) {
-    const gunzip = createGunzip();
-    raw.on('error', (error) => gunzip.destroy(error));
-    input = raw.pipe(gunzip);
-  }
-  input.setEncoding('utf8');
-  return input;
-}
-
-/**
- * The CSV records of a file with the 1-based line where each starts: lines are joined while a quote is open (a
- * quoted field may hold a line break), and a record over 1 MiB is given back as broken rather than read on.
- */
-async function* enregistrements(file: string): AsyncGenerator<{ ligne: number; texte: string; casse?: true }> {
-  const input = await ouvrirTexte(file);
-  let reste = '';
-  let n = 0;
-  let courant: string | null = null;
-  let debut = 0;
-  let guillemets = 0;
-  const ligne = function* (text: string): Generator<{ ligne: number; texte: string; casse?: true }> {
-    n++;
-    const t = text.endsWith('\r') ? text.slice(0, -1) : text;
-    let q = 0;
-    for (let i = t.indexOf('"'); i >= 0; i = t.indexOf('"', i + 1)) q++;
-    if (courant === null) {
-      courant = t;
-      debut = n;
-      guillemets = q;
-    } else {
-      courant += `\n${t}`;
-      guillemets += q;
-    }
-    if (guillemets % 2 === 0) {
-      yield { ligne: debut, texte: courant };
-      courant = null;
-    } else if (courant.length > MAX_ENREGISTREMENT) {
-      yield { ligne: debut, texte: '', casse: true };
-      courant = null;
-    }
-  };
-  // Async iteration reads a chunk only when the previous one is consumed: back-pressure for free.
-  for await (const chunk of input as AsyncIterable<string>) {
-    const parts = (reste + chunk).split('\n');
-    reste = parts.pop()!;
-    for (const part of parts) yield* ligne(part);
-  }
-  if (reste.length > 0) yield* ligne(reste);
-  if (courant !== null) yield { ligne: debut, texte: '', casse: true };
-}
-
-function separateur(entete: string): string {
-  const candidats = [',', ';', '\t'];
-  const comptes = candidats.map((s) => splitCsvLine(entete, s).length);
-  return candidats[comptes.indexOf(Math.max(...comptes))];
 }
 
 function champ<K extends string>(fields: string[], cols: Colonnes<K>, k: K): string | null {
@@ -899,19 +832,12 @@ const TYPES_DPE: Record<keyof DpeRow, string> = {
   numero_dpe_immeuble: 'text',
   immatriculation_copropriete: 'text',
 };
-const COLONNES = Object.keys(TYPES_DPE) as Array<keyof DpeRow>;
-const COMPAREES = COLONNES.filter((c) => c !== 'numero_dpe');
-
-const UPSERT_DPE = `WITH lot AS (
-    SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(${COLONNES.map((c) => `${c} ${TYPES_DPE[c]}`).join(', ')})),
-  up AS (
-    INSERT INTO dpe AS d (dataset, ${COLONNES.join(', ')})
-    SELECT $1, ${COLONNES.join(', ')} FROM lot
-    ON CONFLICT (dataset, numero_dpe) DO UPDATE
-       SET ${COMPAREES.map((c) => `${c} = excluded.${c}`).join(', ')}, importe_le = now()
-     WHERE (${COMPAREES.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${COMPAREES.map((c) => `excluded.${c}`).join(', ')})
-    RETURNING (xmax = 0) AS ajoute)
-  SELECT count(*) FILTER (WHERE ajoute)::int AS ajoutes, count(*) FILTER (WHERE NOT ajoute)::int AS modifies FROM up`;
+const TABLE_DPE: Table = {
+  nom: 'dpe',
+  colonnes: [['dataset', 'text'], ...Object.entries(TYPES_DPE)],
+  cle: ['dataset', 'numero_dpe'],
+  horodatage: 'importe_le',
+};
 
 interface Compte {
   ajoutes: number;
@@ -919,15 +845,27 @@ interface Compte {
   inchanges: number;
 }
 
-async function ecrireDpe(db: Queryable, dataset: Dataset, lot: Map<string, DpeRow>, compte: Compte): Promise<void> {
-  if (lot.size === 0) return;
-  const { rows } = await db.query<{ ajoutes: number; modifies: number }>(UPSERT_DPE, [
-    dataset,
-    JSON.stringify([...lot.values()]),
-  ]);
-  compte.ajoutes += rows[0].ajoutes;
-  compte.modifies += rows[0].modifies;
-  compte.inchanges += lot.size - rows[0].ajoutes - rows[0].modifies;
+/** The DPE kept, upserted by batches; in a batch, the last row of a number wins (one upsert cannot touch a row twice). */
+function lotsDpe(db: Queryable, dataset: Dataset, report: DpeImportReport, options: DpeImportOptions): Lots<DpeRow> {
+  return parLots<DpeRow>(
+    LOT,
+    async (lot) => {
+      const uniques = new Map(lot.map((row) => [row.numero_dpe, { dataset, ...row }]));
+      const e = await upsert(db, TABLE_DPE, [...uniques.values()]);
+      report.dpe.ajoutes += e.ajoutees;
+      report.dpe.modifies += e.modifiees;
+      report.dpe.inchanges += uniques.size - e.ajoutees - e.modifiees;
+    },
+    () => options.onProgress?.({ lus: report.lus, gardes: report.gardes }),
+  );
+}
+
+async function garder(report: DpeImportReport, lots: Lots<DpeRow>, row: DpeRow): Promise<void> {
+  report.gardes++;
+  if (row.cle_ban === null) report.sansCleBan++;
+  if (row.rattachement_incertain) report.rattachementIncertain++;
+  if (row.fin_validite_calculee) report.finValiditeCalculee++;
+  await lots.ajouter(row);
 }
 
 /**
@@ -953,9 +891,7 @@ async function lierAudits(db: Queryable, dataset: Dataset): Promise<number> {
 // Imports.
 // ---------------------------------------------------------------------------------------------------------------------
 
-export interface DpeImportOptions {
-  dataset?: Dataset;
-  onProgress?: (progress: { lus: number; gardes: number }) => void;
+export interface DpeImportOptions extends DatasetImportOptions {
   /** The day after which a date of establishment is refused (today by default). */
   aujourdhui?: string;
 }
@@ -969,7 +905,7 @@ export interface DpeImportReport extends ImportReport {
   finValiditeCalculee: number;
 }
 
-function nouveauRapport(source: string, format: DpeImportReport['format']): DpeImportReport {
+function rapportDpe(source: string, format: DpeImportReport['format']): DpeImportReport {
   return {
     source,
     format,
@@ -985,20 +921,6 @@ function nouveauRapport(source: string, format: DpeImportReport['format']): DpeI
   };
 }
 
-function rejeter(report: ImportReport, ligne: number, motif: string): void {
-  if (report.rejetes.length < MAX_REJETS_LISTES) report.rejetes.push({ ligne, motif });
-}
-
-function garder(report: DpeImportReport, lot: Map<string, DpeRow>, row: DpeRow): void {
-  report.gardes++;
-  if (row.cle_ban === null) report.sansCleBan++;
-  if (row.rattachement_incertain) report.rattachementIncertain++;
-  if (row.fin_validite_calculee) report.finValiditeCalculee++;
-  // The last occurrence of a number in a batch wins, as it would across batches (one upsert cannot touch a row twice).
-  lot.delete(row.numero_dpe);
-  lot.set(row.numero_dpe, row);
-}
-
 /** The text of an XML file in the encoding its prolog declares (UTF-8 unless it says Latin-1 or Windows-1252). */
 function decoderXml(octets: Buffer): string {
   const prologue = octets.subarray(0, 200).toString('latin1');
@@ -1008,65 +930,41 @@ function decoderXml(octets: Buffer): string {
 }
 
 async function importerXml(db: Db, fichiers: string[], report: DpeImportReport, options: DpeImportOptions) {
-  const dataset = options.dataset ?? 'live';
   const aujourdhui = options.aujourdhui ?? new Date().toISOString().slice(0, 10);
-  const lot = new Map<string, DpeRow>();
+  const rejeter = rejeteur(report);
+  const lots = lotsDpe(db, options.dataset ?? 'live', report, options);
   for (const [i, fichier] of fichiers.entries()) {
     report.lus++;
     const nom = path.basename(fichier);
     const taille = (await stat(fichier)).size;
     if (taille > MAX_XML_OCTETS) {
-      rejeter(report, i + 1, `${nom} : ${taille} octets, un DPE XML en fait quelques dizaines de milliers`);
+      rejeter(i + 1, `${nom} : ${taille} octets, un DPE XML en fait quelques dizaines de milliers`);
       continue;
     }
     const row = lireXml(decoderXml(await readFile(fichier)), aujourdhui);
-    if (typeof row === 'string') rejeter(report, i + 1, `${nom} : ${row}`);
-    else garder(report, lot, row);
-    if (lot.size >= LOT) {
-      await ecrireDpe(db, dataset, lot, report.dpe);
-      lot.clear();
-      options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    }
+    if (typeof row === 'string') rejeter(i + 1, `${nom} : ${row}`);
+    else await garder(report, lots, row);
   }
-  await ecrireDpe(db, dataset, lot, report.dpe);
-  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  await lots.vider();
 }
 
 async function importerCsvDpe(
   db: Db,
-  records: AsyncGenerator<{ ligne: number; texte: string; casse?: true }>,
-  sep: string,
+  records: AsyncIterable<CsvRecord>,
   cols: Colonnes<keyof typeof COLONNES_DPE>,
   largeur: number,
   report: DpeImportReport,
   options: DpeImportOptions,
 ) {
-  const dataset = options.dataset ?? 'live';
   const aujourdhui = options.aujourdhui ?? new Date().toISOString().slice(0, 10);
-  const lot = new Map<string, DpeRow>();
-  for await (const r of records) {
-    if (!r.casse && r.texte.trim() === '') continue;
-    report.lus++;
-    if (r.casse) {
-      rejeter(report, r.ligne, 'guillemet non refermé : enregistrement illisible');
-      continue;
-    }
-    const fields = splitCsvLine(r.texte, sep);
-    if (fields.length !== largeur) {
-      rejeter(report, r.ligne, `${fields.length} colonnes au lieu de ${largeur}`);
-      continue;
-    }
-    const row = ligneDpe(fields, cols, aujourdhui);
-    if (typeof row === 'string') rejeter(report, r.ligne, row);
-    else garder(report, lot, row);
-    if (lot.size >= LOT) {
-      await ecrireDpe(db, dataset, lot, report.dpe);
-      lot.clear();
-      options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    }
+  const rejeter = rejeteur(report);
+  const lots = lotsDpe(db, options.dataset ?? 'live', report, options);
+  for await (const { ligne, champs } of lignesDeDonnees(records, largeur, report, rejeter)) {
+    const row = ligneDpe(champs, cols, aujourdhui);
+    if (typeof row === 'string') rejeter(ligne, row);
+    else await garder(report, lots, row);
   }
-  await ecrireDpe(db, dataset, lot, report.dpe);
-  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  await lots.vider();
 }
 
 const ETAPES = `numero_audit text, numero_audit_remplace text, numero_dpe text, cle_ban text, etabli_le date,
@@ -1074,51 +972,39 @@ const ETAPES = `numero_audit text, numero_audit_remplace text, numero_dpe text, 
 
 async function importerCsvAudit(
   db: Db,
-  records: AsyncGenerator<{ ligne: number; texte: string; casse?: true }>,
-  sep: string,
+  records: AsyncIterable<CsvRecord>,
   cols: Colonnes<keyof typeof COLONNES_AUDIT>,
   largeur: number,
   report: DpeImportReport,
   options: DpeImportOptions,
 ) {
   const dataset = options.dataset ?? 'live';
+  const rejeter = rejeteur(report);
   // Steps of one audit may be anywhere in the file: they are staged, then folded by SQL in one transaction.
   const client: PoolClient = await db.connect();
   try {
     await client.query(`CREATE TEMP TABLE IF NOT EXISTS audit_etapes (${ETAPES})`);
     await client.query('TRUNCATE pg_temp.audit_etapes');
-    let lot: EtapeAudit[] = [];
-    const vider = async () => {
-      if (lot.length === 0) return;
-      await client.query(
-        `INSERT INTO pg_temp.audit_etapes SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${ETAPES})`,
-        [JSON.stringify(lot)],
-      );
-      lot = [];
-      options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    };
-    for await (const r of records) {
-      if (!r.casse && r.texte.trim() === '') continue;
-      report.lus++;
-      if (r.casse) {
-        rejeter(report, r.ligne, 'guillemet non refermé : enregistrement illisible');
-        continue;
-      }
-      const fields = splitCsvLine(r.texte, sep);
-      if (fields.length !== largeur) {
-        rejeter(report, r.ligne, `${fields.length} colonnes au lieu de ${largeur}`);
-        continue;
-      }
-      const etape = ligneAudit(fields, cols);
+    const lots = parLots<EtapeAudit>(
+      LOT,
+      async (lot) => {
+        await client.query(
+          `INSERT INTO pg_temp.audit_etapes SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${ETAPES})`,
+          [JSON.stringify(lot)],
+        );
+      },
+      () => options.onProgress?.({ lus: report.lus, gardes: report.gardes }),
+    );
+    for await (const { ligne, champs } of lignesDeDonnees(records, largeur, report, rejeter)) {
+      const etape = ligneAudit(champs, cols);
       if (typeof etape === 'string') {
-        rejeter(report, r.ligne, etape);
+        rejeter(ligne, etape);
         continue;
       }
       report.gardes++;
-      lot.push(etape);
-      if (lot.length >= LOT) await vider();
+      await lots.ajouter(etape);
     }
-    await vider();
+    await lots.vider();
     const comparees = [
       'numero_dpe',
       'numero_audit_remplace',
@@ -1169,28 +1055,27 @@ async function importerCsvAudit(
 }
 
 async function importerCsv(db: Db, fichier: string, options: DpeImportOptions): Promise<DpeImportReport> {
-  const records = enregistrements(fichier);
+  let sep = ',';
+  await using records = csvRecords(fichier, (premiere) => (sep = separateurDe(premiere, [',', ';', '\t'])));
   const premier = await records.next();
-  if (premier.done || premier.value.casse) throw new ImportError(`Fichier vide ou illisible : ${fichier}`);
-  const entete = premier.value.texte.replace(/^\uFEFF/, '');
-  const sep = separateur(entete);
-  const noms = splitCsvLine(entete, sep).map(nomColonne);
+  if (premier.done || premier.value.guillemetOuvert) throw new ImportError(`Fichier vide ou illisible : ${fichier}`);
+  const entete = premier.value.champs;
+  const noms = entete.map(nomColonne);
   // An audit export also names its DPE (numero_dpe): its own number decides first.
   const audit = colonnes(noms, COLONNES_AUDIT);
   if (audit.numero !== undefined && audit.etabli !== undefined) {
-    const report = nouveauRapport(fichier, 'csv_audit');
-    await importerCsvAudit(db, records, sep, audit, noms.length, report, options);
+    const report = rapportDpe(fichier, 'csv_audit');
+    await importerCsvAudit(db, records, audit, noms.length, report, options);
     return report;
   }
   const dpe = colonnes(noms, COLONNES_DPE);
   if (dpe.numero !== undefined && dpe.etiquette !== undefined && dpe.etabli !== undefined) {
-    const report = nouveauRapport(fichier, 'csv_ademe');
-    await importerCsvDpe(db, records, sep, dpe, noms.length, report, options);
+    const report = rapportDpe(fichier, 'csv_ademe');
+    await importerCsvDpe(db, records, dpe, noms.length, report, options);
     return report;
   }
-  await records.return(undefined);
   throw new ImportError(
-    `En-tête non reconnu : ni l’export ADEME des DPE (N°DPE, Date_établissement_DPE, Etiquette_DPE…) ni celui des audits (n_audit, date_etablissement_audit…). En-tête lu : ${entete.slice(0, 200)}`,
+    `En-tête non reconnu : ni l’export ADEME des DPE (N°DPE, Date_établissement_DPE, Etiquette_DPE…) ni celui des audits (n_audit, date_etablissement_audit…). En-tête lu : ${entete.join(sep).slice(0, 200)}`,
   );
 }
 
@@ -1224,10 +1109,10 @@ export async function importDpe(db: Db, source: string, options: DpeImportOption
       .sort()
       .map((f) => path.join(source, f));
     if (fichiers.length === 0) throw new ImportError(`Aucun fichier .xml dans le dossier ${source}`);
-    report = nouveauRapport(source, 'xml');
+    report = rapportDpe(source, 'xml');
     await importerXml(db, fichiers, report, options);
   } else if (await estXml(source)) {
-    report = nouveauRapport(source, 'xml');
+    report = rapportDpe(source, 'xml');
     await importerXml(db, [source], report, options);
   } else {
     report = await importerCsv(db, source, options);
@@ -1251,15 +1136,13 @@ export async function importDpe(db: Db, source: string, options: DpeImportOption
         ]),
     `audits liés à leur DPE : ${liees}`,
   ];
+  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
   return report;
 }
 
 /** The `dpe` source of the importers' CLI. */
-export const dpeSource: ImportSource = {
-  name: 'dpe',
-  description:
-    'DPE des logements : XML de l’observatoire ADEME (un fichier ou un dossier), CSV ADEME « DPE Logements existants » ou CSV ADEME des audits',
-  async run(db, chemin, { sandbox, onProgress }) {
-    return importDpe(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
-  },
-};
+export const dpeSource = importSource(
+  'dpe',
+  'DPE des logements : XML de l’observatoire ADEME (un fichier ou un dossier), CSV ADEME « DPE Logements existants » ou CSV ADEME des audits',
+  importDpe,
+);

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -16,7 +16,10 @@ import { ImportError, type ImportSource } from '../import/source.ts';
  * The file is streamed: lines are grouped into mutations as they come (a mutation's lines are consecutive in both
  * formats; a mutation whose lines come back later is caught by a Bloom filter and regrouped in a second reading of the
  * file, limited to those mutations), each mutation folded into one row with its recomputed fields, and rows written
- * in batches of 10 000: the batch's ids are looked up, new mutations are COPied straight into the table, known ones
+ * in batches of 10 000. The table is partitioned by dataset and vintage (db/migrations/013_dvf_partitions.sql): a
+ * vintage the dataset does not have yet is COPied into a table of its own without indexes, attached (its indexes
+ * then built in one sorted pass each) when the whole file is read, so that it appears whole or not at all. In a
+ * vintage already there, the batch's ids are looked up, new mutations are COPied straight into the table, known ones
  * COPied to a staging table and updated only where what the file says of them changed. Importing the same file
  * again writes nothing. Imports of one dataset take a lock and run one at a time; the database writes a batch while
  * the next one is parsed.
@@ -289,6 +292,11 @@ interface Format {
   libelle: string;
   champs: number;
   split(line: string): string[] | null;
+  /**
+   * What decides which reader parses a line, read from the line as cheaply as can be: the same for every line of a
+   * mutation (a part of its grouping key), and something for any line, so that one reader has it.
+   */
+  owner(line: string): string;
   parse(f: string[], ligne: number): Ligne;
 }
 
@@ -369,6 +377,12 @@ function etalabFormat(header: string[]): Format {
     libelle: `DVF géolocalisées (Etalab, CSV, ${header.length} colonnes)`,
     champs: header.length,
     split: splitCsv,
+    // The id. When it is the first field and not quoted: the characters before the first comma, without splitting.
+    owner(line) {
+      if (i.id !== 0 || line.startsWith('"')) return (splitCsv(line)?.[i.id] ?? line).trim();
+      const end = line.indexOf(',');
+      return (end < 0 ? line : line.slice(0, end)).trim();
+    },
     parse(f, ligne) {
       const idMutation = (f[i.id] ?? '').trim();
       if (!idMutation) throw new Rejet('id_mutation absent');
@@ -477,6 +491,10 @@ function dgfipFormat(header: string[]): Format {
     libelle: `fichier DGFiP brut (séparateur |, ${header.length} colonnes, en-tête « ${header[0]}|… »)`,
     champs: header.length,
     split: (line) => line.split('|'),
+    owner: (line) => {
+      const f = line.split('|');
+      return `${(at(f, 'date') ?? '').trim()}|${(at(f, 'valeur') ?? '').trim()}`;
+    },
     parse(f, ligne) {
       const dep = (at(f, 'departement') ?? '').trim().toUpperCase();
       const code = (at(f, 'code_commune') ?? '').trim();
@@ -581,13 +599,31 @@ async function* readLines(file: string): AsyncGenerator<{ first: number; lines: 
 }
 
 /**
- * Parsed lines of the file, in order, with the header's format; quoted CSV fields spanning lines are joined, blank
- * lines skipped, bad lines given as rejections.
+ * Which lines a reader parses: readers split a file's lines between them by the hash of their owner key
+ * (Format.owner), so that all the lines of a mutation go to the same reader and each line to exactly one.
+ */
+interface Part {
+  index: number;
+  of: number;
+}
+
+/** FNV-1a: a cheap, well-spread hash of an owner key. */
+function fnv(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * Parsed lines of the file that are this reader's part, in order, with the header's format; quoted CSV fields
+ * spanning lines are joined, blank lines skipped, bad lines given as rejections.
  */
 async function* parsedLines(
   file: string,
   onFormat: (format: Format) => void,
+  part: Part,
 ): AsyncGenerator<Array<Ligne | { ligne: number; motif: string }>> {
+  const mine = (line: string) => part.of === 1 || fnv(format!.owner(line)) % part.of === part.index;
   let format: Format | null = null;
   let pending = '';
   let pendingLine = 0;
@@ -609,12 +645,14 @@ async function* parsedLines(
         pending = '';
       }
       if (!line.trim()) continue;
-      const fields = format.split(line);
-      if (!fields) {
+      // A quoted field that goes on past the end of the line: every reader joins it to the next, to agree on lines.
+      if (line.includes('"') && !format.split(line)) {
         pending = line;
         pendingLine = ligne;
         continue;
       }
+      if (!mine(line)) continue;
+      const fields = format.split(line)!;
       if (fields.length !== format.champs) {
         out.push({ ligne, motif: `${fields.length} champs au lieu de ${format.champs}` });
         continue;
@@ -628,7 +666,7 @@ async function* parsedLines(
     }
     yield out;
   }
-  if (pending) yield [{ ligne: pendingLine, motif: 'guillemet non fermé en fin de fichier' }];
+  if (pending && part.index === 0) yield [{ ligne: pendingLine, motif: 'guillemet non fermé en fin de fichier' }];
   if (!format) throw new ImportError(`Fichier vide : ${file}.`);
 }
 
@@ -637,9 +675,10 @@ async function* groups(
   file: string,
   onFormat: (format: Format) => void,
   onLine: (line: Ligne | { ligne: number; motif: string }) => void,
+  part: Part,
 ): AsyncGenerator<Ligne[][]> {
   let current: Ligne[] = [];
-  for await (const parsed of parsedLines(file, onFormat)) {
+  for await (const parsed of parsedLines(file, onFormat, part)) {
     const done: Ligne[][] = [];
     for (const line of parsed) {
       onLine(line);
@@ -994,8 +1033,8 @@ const COLONNES: Array<[keyof Mutation, string]> = [
   ['volumes', 'text[]'],
   ['nb_dispositions', 'smallint'],
   ['nb_lignes', 'integer'],
-  ['locaux', 'json'],
-  ['terrains', 'json'],
+  ['locaux', 'text'],
+  ['terrains', 'text'],
   ['nombre_lots', 'integer'],
   ['surface_terrain', 'double precision'],
   ['types_locaux', 'text[]'],
@@ -1029,10 +1068,11 @@ const quotedArray = (values: string[]) => esc(`{${values.map((v) => `"${v.replac
 
 /**
  * The fingerprint of a COPY line: a re-import looks up the stored ones and writes only the mutations whose line
- * changed. 96 bits of MD5 (native; a collision would only leave one changed mutation unwritten, at odds of 2^-96).
+ * changed. 96 bits of SHA-1 (a collision would only leave one changed mutation unwritten, at odds of 2^-96), hashed
+ * in one call: a third of the cost of a Hash object per line.
  */
 function empreinte(line: string): string {
-  return createHash('md5').update(line).digest('base64url').slice(0, 16);
+  return hash('sha1', line, 'base64url').slice(0, 16);
 }
 
 /** One line of COPY text format for a mutation: the columns of COLONNES, in order, without line end. */
@@ -1050,9 +1090,14 @@ export function copyLine(m: Mutation): string {
 }
 
 const STAGING = `CREATE TEMP TABLE dvf_lot (${COLONNES.map(([n, t]) => `${n} ${t}`).join(', ')}, empreinte text) ON COMMIT PRESERVE ROWS`;
-// New mutations go straight into the table: the same columns, the dataset first, the position's source and the
-// fingerprint last.
-const COPY_NOUVELLES = `COPY dvf_mutations (dataset, ${NOMS.join(', ')}, position_source, empreinte) FROM STDIN`;
+// New mutations go straight into the table (or a new vintage's own): the same columns, the dataset first, the
+// position's source and the fingerprint last.
+const copyInto = (table: string) =>
+  `COPY ${table} (dataset, ${NOMS.join(', ')}, position_source, empreinte) FROM STDIN`;
+/** A mutation's row of COPY_INTO data, line end included. */
+const copyRow = (dataset: Dataset, m: Staged) => `${dataset}\t${m.line}\t${m.situee ? 'dvf' : '\\N'}\t${m.empreinte}\n`;
+/** The partition of a vintage (db/migrations/013_dvf_partitions.sql). */
+const partition = (dataset: Dataset, millesime: number) => `dvf_mutations_${dataset}_${millesime}`;
 const COMPARES = NOMS.filter((n) => n !== 'id_mutation' && !POSITION.has(n));
 /**
  * Mutations already stored whose fingerprint changed: rewritten. A position taken from the BAN since is kept while
@@ -1068,7 +1113,7 @@ UPDATE dvf_mutations m SET
   empreinte = l.empreinte,
   importe_le = now()
 FROM pg_temp.dvf_lot l
-WHERE m.dataset = $1 AND m.id_mutation = l.id_mutation`;
+WHERE m.dataset = $1 AND m.id_mutation = l.id_mutation AND m.millesime = l.millesime`;
 // Imports of one dataset run one at a time: a batch's new mutations are those absent when it is written.
 const VERROU_IMPORT = 726_354_009;
 
@@ -1156,6 +1201,8 @@ function createBloom(bits = 1 << 27) {
 
 export interface DvfImportOptions {
   dataset?: Dataset;
+  /** Worker threads that read the file (LECTEURS by default). */
+  lecteurs?: number;
   onProgress?: (progress: { lus: number; gardes: number }) => void;
 }
 
@@ -1196,13 +1243,19 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
     millesimes: [],
   };
   const client = await db.connect();
+  let writer: Writer | null = null;
   try {
     await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [VERROU_IMPORT, dataset]);
+    // The batches' commits do not wait for the disk: after a crash, an import is run again anyway (new vintages
+    // are only visible once attached, a commit that waits). Hundreds of waits saved.
+    await client.query('SET synchronous_commit = off');
     await client.query('DROP TABLE IF EXISTS pg_temp.dvf_lot');
     await client.query(STAGING);
-    const write = createWriter(client, dataset, report);
-    const lecture = await readInWorker(source, async (lot) => {
-      await write(lot.staged);
+    const attached = await attachedVintages(client, dataset);
+    writer = createWriter(db, client, dataset, attached, report);
+    const lecture = await readInWorkers(source, options.lecteurs ?? LECTEURS, dataset, attached, async (lot) => {
+      if (lot.oublier) await writer!.forget(lot.oublier);
+      await writer!.write(lot);
       report.lus = lot.lus;
       report.gardes = lot.gardes;
       options.onProgress?.({ lus: report.lus, gardes: report.gardes });
@@ -1217,6 +1270,7 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
       sansCoordonnees: lecture.sansCoordonnees,
       millesimes: lecture.millesimes,
     });
+    await writer.attach();
     report.mutations.lues = lecture.mutations;
     // Mutations regrouped by the second reading were written twice: they may count as modified although unchanged.
     report.mutations.inchangees = Math.max(
@@ -1241,27 +1295,57 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
     options.onProgress?.({ lus: report.lus, gardes: report.gardes });
     return report;
   } finally {
+    await writer?.discard().catch(() => {});
     await client.query('DROP TABLE IF EXISTS pg_temp.dvf_lot').catch(() => {});
     await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [VERROU_IMPORT, dataset]).catch(() => {});
+    await client.query('RESET synchronous_commit').catch(() => {});
     client.release();
   }
 }
 
+/** The vintages of `dataset` that have their partition. */
+async function attachedVintages(client: PoolClient, dataset: Dataset): Promise<Set<number>> {
+  const { rows } = await client.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = 'dvf_mutations'::regclass`,
+  );
+  const prefix = partition(dataset, 0).slice(0, -1);
+  return new Set(rows.filter((r) => r.relname.startsWith(prefix)).map((r) => Number(r.relname.slice(prefix.length))));
+}
+
+type Writer = ReturnType<typeof createWriter>;
+
 /**
- * Writes a batch: new mutations COPied straight into the table, known ones staged and updated where they changed.
- * Which are new is first guessed (all, until a batch meets a known one: a first import looks nothing up), then
- * looked up by primary key for every following batch.
+ * Writes the batches of one import. A vintage the dataset has no partition for is COPied into a table of its own,
+ * without indexes, and attached by `attach()` at the end: PostgreSQL then builds its indexes in one sorted pass each
+ * (bench/RESULTS.md says what it saves), and it appears whole. In a vintage already there, new mutations are COPied
+ * straight into the table and known ones staged and updated where they changed; which are new is first guessed (all,
+ * until a batch meets a known one: a first import looks nothing up), then looked up by primary key for every
+ * following batch.
  */
-function createWriter(client: PoolClient, dataset: Dataset, report: DvfImportReport) {
-  const prefix = `${dataset}\t`;
+function createWriter(db: Db, client: PoolClient, dataset: Dataset, attached: Set<number>, report: DvfImportReport) {
+  const row = (m: Staged) => copyRow(dataset, m);
+  /** Vintages new to the dataset, loaded into tables of their own until `attach()`. */
+  const fresh = new Set<number>();
   let lookUp = false;
-  const copyNew = (batch: Staged[]) =>
-    copyFrom(
-      client,
-      COPY_NOUVELLES,
-      chunked(batch, (m) => `${prefix}${m.line}\t${m.situee ? 'dvf' : '\\N'}\t${m.empreinte}\n`),
-    );
-  return async (batch: Staged[]) => {
+
+  const writeFresh = async (millesime: number, copie: Uint8Array) => {
+    const table = partition(dataset, millesime);
+    if (!fresh.has(millesime)) {
+      // A table of that name not attached is what an import that died left: nothing anyone reads.
+      await client.query(`DROP TABLE IF EXISTS ${table}`);
+      // The CHECK lets ATTACH know the rows belong there without reading them again.
+      await client.query(
+        `CREATE TABLE ${table} (LIKE dvf_mutations INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
+           CHECK (dataset = '${dataset}' AND millesime = ${millesime}))`,
+      );
+      fresh.add(millesime);
+    }
+    report.mutations.ajoutees += await copyFrom(client, copyInto(table), slices(copie));
+  };
+
+  const writeKnown = async (batch: Staged[]) => {
+    const copyNew = (rows: Staged[]) => copyFrom(client, copyInto('dvf_mutations'), chunked(rows, row));
     if (!lookUp) {
       try {
         report.mutations.ajoutees += await copyNew(batch);
@@ -1272,25 +1356,19 @@ function createWriter(client: PoolClient, dataset: Dataset, report: DvfImportRep
         lookUp = true;
       }
     }
-    // One probe of the primary key per id, whatever the statistics say: those of a table being filled are stale
-    // enough for the planner to read the whole dataset for every batch (measured: 4.3 s of lookups to re-import
-    // 171 000 mutations, 0.5 s this way).
-    await client.query('BEGIN');
-    let rows: Array<{ id_mutation: string; empreinte: string }>;
-    try {
-      await client.query(
-        'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off',
-      );
-      ({ rows } = await client.query<{ id_mutation: string; empreinte: string }>(
-        `SELECT m.id_mutation, m.empreinte FROM unnest($2::text[]) AS i(id)
-           JOIN dvf_mutations m ON m.dataset = $1 AND m.id_mutation = i.id`,
-        [dataset, batch.map((m) => m.id)],
-      ));
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    }
+    // One probe of the primary key per id (in its vintage's partition), whatever the statistics say: those of a table
+    // being filled are stale enough for the planner to read the whole dataset for every batch (measured: 4.3 s of
+    // lookups to re-import 171 000 mutations, 0.5 s this way).
+    const rows = await withNestedLoops(
+      async () =>
+        (
+          await client.query<{ id_mutation: string; empreinte: string }>(
+            `SELECT m.id_mutation, m.empreinte FROM unnest($2::text[], $3::smallint[]) AS i(id, millesime)
+               JOIN dvf_mutations m ON m.dataset = $1 AND m.id_mutation = i.id AND m.millesime = i.millesime`,
+            [dataset, batch.map((m) => m.id), batch.map((m) => m.millesime)],
+          )
+        ).rows,
+    );
     const stored = new Map(rows.map((r) => [r.id_mutation, r.empreinte]));
     const nouvelles = batch.filter((m) => !stored.has(m.id));
     if (nouvelles.length > 0) report.mutations.ajoutees += await copyNew(nouvelles);
@@ -1303,26 +1381,125 @@ function createWriter(client: PoolClient, dataset: Dataset, report: DvfImportRep
       'COPY pg_temp.dvf_lot FROM STDIN',
       chunked(changees, (m) => `${m.line}\t${m.empreinte}\n`),
     );
-    // One probe of the primary key per staged mutation: the statistics of a table being filled are too stale to
-    // let the planner choose (it hashed the whole dataset for every batch).
+    report.mutations.modifiees += await withNestedLoops(
+      async () => (await client.query(MISE_A_JOUR, [dataset])).rowCount ?? 0,
+    );
+  };
+
+  /** Runs `work` in a transaction that probes indexes row by row (no hash, merge or bitmap plan). */
+  const withNestedLoops = async <T>(work: () => Promise<T>): Promise<T> => {
     await client.query('BEGIN');
     try {
       await client.query(
         'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off',
       );
-      const updated = await client.query(MISE_A_JOUR, [dataset]);
+      const result = await work();
       await client.query('COMMIT');
-      report.mutations.modifiees += updated.rowCount ?? 0;
+      return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
     }
   };
+
+  return {
+    async write(lot: Transfert) {
+      for (const { millesime, copie } of lot.nouvelles) await writeFresh(millesime, copie);
+      if (lot.connues.length > 0) await writeKnown(lot.connues);
+    },
+    /** Removes from the new vintages the parts of split mutations written by the first reading: rewritten whole. */
+    async forget(ids: string[]) {
+      for (const millesime of fresh) {
+        const { rowCount } = await client.query(
+          `DELETE FROM ${partition(dataset, millesime)} WHERE id_mutation = ANY($1)`,
+          [ids],
+        );
+        report.mutations.ajoutees -= rowCount ?? 0;
+      }
+    },
+    /**
+     * Indexes the new vintages and attaches them, all in one transaction. Their indexes are those of the table
+     * (read from the catalogue, so declared in the migrations only), built on two connections at once: the reading
+     * is over, both cores are free. ATTACH then finds them built. The planner's statistics of the new partitions
+     * come from autovacuum, which analyses a table that has just been filled; until then it knows their sizes.
+     */
+    async attach() {
+      if (fresh.size === 0) return;
+      const vintages = [...fresh].sort((a, b) => a - b);
+      const { rows } = await client.query<{ primaire: boolean; definition: string }>(
+        `SELECT indisprimary AS primaire, pg_get_indexdef(indexrelid) AS definition
+           FROM pg_index WHERE indrelid = 'dvf_mutations'::regclass ORDER BY indexrelid`,
+      );
+      const builds = vintages.flatMap((millesime) => {
+        const table = partition(dataset, millesime);
+        return rows.map(({ primaire, definition }) => {
+          const name = primaire ? `${table}_pkey` : '';
+          const create = definition.replace(
+            /^CREATE (UNIQUE )?INDEX \S+ ON ONLY \S+ /,
+            (_, unique: string | undefined) => `CREATE ${unique ?? ''}INDEX ${name} ON ${table} `,
+          );
+          return primaire
+            ? [create, `ALTER TABLE ${table} ADD CONSTRAINT ${name} PRIMARY KEY USING INDEX ${name}`]
+            : [create];
+        });
+      });
+      const second = await db.connect();
+      try {
+        const build = async (connection: PoolClient) => {
+          for (let next = builds.shift(); next; next = builds.shift()) {
+            await connection.query('BEGIN');
+            try {
+              // Sorts in memory up to this (PostgreSQL's default, 64 MB, spills a vintage's sorts to disk); no
+              // parallel workers of PostgreSQL's own beside the two builds.
+              await connection.query(
+                `SET LOCAL maintenance_work_mem = '256MB'; SET LOCAL max_parallel_maintenance_workers = 0`,
+              );
+              for (const statement of next) await connection.query(statement);
+              await connection.query('COMMIT');
+            } catch (error) {
+              await connection.query('ROLLBACK').catch(() => {});
+              builds.length = 0;
+              throw error;
+            }
+          }
+        };
+        // Both settle before the second connection goes back to the pool; the first failure is raised.
+        const outcomes = await Promise.allSettled([build(client), build(second)]);
+        for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+      } finally {
+        second.release();
+      }
+      await client.query('BEGIN');
+      try {
+        await client.query('SET LOCAL synchronous_commit = on');
+        for (const millesime of vintages) {
+          await client.query(
+            `ALTER TABLE dvf_mutations ATTACH PARTITION ${partition(dataset, millesime)}
+               FOR VALUES FROM ('${dataset}', ${millesime}) TO ('${dataset}', ${millesime + 1})`,
+          );
+        }
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+      for (const millesime of vintages) {
+        fresh.delete(millesime);
+        attached.add(millesime);
+      }
+    },
+    /** Drops what an import that failed loaded into new vintages: it never appeared. */
+    async discard() {
+      for (const millesime of fresh) await client.query(`DROP TABLE IF EXISTS ${partition(dataset, millesime)}`);
+      fresh.clear();
+    },
+  };
 }
 
-/** A mutation ready to be written: its id, its COPY line and the line's fingerprint. */
+/** A mutation ready to be looked up and written: its id and vintage, its COPY line and the line's fingerprint. */
 interface Staged {
   id: string;
+  millesime: number;
   line: string;
   empreinte: string;
   situee: boolean;
@@ -1342,17 +1519,80 @@ interface Lecture {
   millesimes: number[];
 }
 
-interface Envoi {
-  staged: Staged[];
+/**
+ * A batch as it goes from a reader to the writer: the mutations of vintages new to the dataset as COPY data, ready
+ * to send (their bytes change hands, they are not copied), the others one by one, for the writer to look them up.
+ */
+interface Transfert {
+  nouvelles: Array<{ millesime: number; copie: Uint8Array }>;
+  connues: Staged[];
+  /** Split mutations: what the first reading wrote of them goes before they are written whole. */
+  oublier?: string[];
   lus: number;
   gardes: number;
+}
+
+/**
+ * The batch a reader fills, for a dataset whose vintages `attached` are there already. A mutation of a new vintage
+ * is written as COPY data straight into that vintage's buffer, in UTF-8, its fingerprint hashed from the bytes there
+ * (the same as of the line: SHA-1 of its UTF-8): no line is kept, no string encoded twice. The others are kept one
+ * by one.
+ */
+function createBatch(dataset: Dataset, attached: Set<number>) {
+  const prefix = Buffer.from(`${dataset}\t`);
+  let buffers = new Map<number, { bytes: Buffer; end: number }>();
+  let connues: Staged[] = [];
+  let size = 0;
+  return {
+    get size() {
+      return size;
+    },
+    add(m: Mutation) {
+      size++;
+      const line = copyLine(m);
+      const situee = m.lat !== null;
+      if (attached.has(m.millesime)) {
+        connues.push({ id: m.id_mutation, millesime: m.millesime, line, situee, empreinte: empreinte(line) });
+        return;
+      }
+      let b = buffers.get(m.millesime);
+      // A buffer of its own (not from Node's shared pool): its memory goes to the writer's thread.
+      if (!b) buffers.set(m.millesime, (b = { bytes: Buffer.allocUnsafeSlow(1 << 20), end: 0 }));
+      // UTF-8 takes at most 3 bytes per UTF-16 unit; the end of the row, fewer than 32.
+      const needed = b.end + prefix.length + line.length * 3 + 32;
+      if (needed > b.bytes.length) {
+        const larger = Buffer.allocUnsafeSlow(Math.max(b.bytes.length * 2, needed));
+        b.bytes.copy(larger, 0, 0, b.end);
+        b.bytes = larger;
+      }
+      b.end += prefix.copy(b.bytes, b.end);
+      const start = b.end;
+      b.end += b.bytes.write(line, b.end);
+      const fingerprint = hash('sha1', b.bytes.subarray(start, b.end), 'base64url').slice(0, 16);
+      b.end += b.bytes.write(`\t${situee ? 'dvf' : '\\N'}\t${fingerprint}\n`, b.end, 'latin1');
+    },
+    /** The batch's transfer; the batch starts again empty. */
+    take(oublier: string[] | undefined, lus: number, gardes: number): Transfert {
+      const nouvelles = [...buffers].map(([millesime, b]) => ({ millesime, copie: b.bytes.subarray(0, b.end) }));
+      const transfert = { nouvelles, connues, oublier, lus, gardes };
+      buffers = new Map();
+      connues = [];
+      size = 0;
+      return transfert;
+    },
+  };
 }
 
 /**
  * Reads the file, groups its lines, folds the mutations and hands them out in batches (`emit` resolves when the
  * batch is written: the reader never runs more than that batch ahead).
  */
-async function readMutations(source: string, emit: (lot: Envoi) => Promise<void>): Promise<Lecture> {
+async function readMutations(
+  source: string,
+  part: Part,
+  batch: ReturnType<typeof createBatch>,
+  emit: (transfert: Transfert) => Promise<void>,
+): Promise<Lecture> {
   const lecture: Lecture = {
     format: 'etalab',
     formatLibelle: '',
@@ -1378,22 +1618,21 @@ async function readMutations(source: string, emit: (lot: Envoi) => Promise<void>
   let pending: Promise<void> = Promise.resolve();
   let failure: unknown = null;
   // The next batch is folded while this one is written; an error is kept and raised at the next batch.
-  const flush = async (batch: Staged[]) => {
+  const flush = async (oublier?: string[]) => {
     await pending;
     if (failure) throw failure;
-    if (batch.length === 0) return;
-    pending = emit({ staged: batch, lus: lecture.lus, gardes: lecture.gardes }).catch((error: unknown) => {
+    if (batch.size === 0 && !oublier) return;
+    pending = emit(batch.take(oublier, lecture.lus, lecture.gardes)).catch((error: unknown) => {
       failure = error;
     });
   };
-  const stage = (lines: Ligne[], batch: Staged[]) => {
+  const stage = (lines: Ligne[]) => {
     const mutation = foldMutation(lines, format!.nom);
     lecture.mutations++;
     if (mutation.lat === null) lecture.sansCoordonnees++;
     insees.add(mutation.insee);
     millesimes.add(mutation.millesime);
-    const line = copyLine(mutation);
-    batch.push({ id: mutation.id_mutation, line, empreinte: empreinte(line), situee: mutation.lat !== null });
+    batch.add(mutation);
   };
   const onLine = (line: Ligne | { ligne: number; motif: string }) => {
     lecture.lus++;
@@ -1402,8 +1641,7 @@ async function readMutations(source: string, emit: (lot: Envoi) => Promise<void>
     } else lecture.gardes++;
   };
 
-  let batch: Staged[] = [];
-  for await (const done of groups(source, onFormat, onLine)) {
+  for await (const done of groups(source, onFormat, onLine, part)) {
     for (const lines of done) {
       const id = idOf(lines);
       // Seen before in this file: its lines are not all consecutive, the second reading regroups them all.
@@ -1416,15 +1654,11 @@ async function readMutations(source: string, emit: (lot: Envoi) => Promise<void>
         }
         continue;
       }
-      stage(lines, batch);
-      if (batch.length >= MUTATIONS_PAR_LOT) {
-        await flush(batch);
-        batch = [];
-      }
+      stage(lines);
+      if (batch.size >= MUTATIONS_PAR_LOT) await flush();
     }
   }
-  await flush(batch);
-  batch = [];
+  await flush();
 
   if (scindees.size > 0) {
     // Second reading: every line of the split mutations, whatever their place; only those are kept in memory.
@@ -1436,6 +1670,7 @@ async function readMutations(source: string, emit: (lot: Envoi) => Promise<void>
       source,
       () => {},
       () => {},
+      part,
     )) {
       for (const lines of done) {
         const id = idOf(lines);
@@ -1445,80 +1680,160 @@ async function readMutations(source: string, emit: (lot: Envoi) => Promise<void>
         collected.set(id, [...(collected.get(id) ?? []), ...lines]);
       }
     }
+    // The first batch of whole mutations goes with the ids whose first part was written.
+    let oublier: string[] | undefined = [...dejaEcrites];
     for (const lines of collected.values()) {
-      stage(lines, batch);
-      if (batch.length >= MUTATIONS_PAR_LOT) {
-        await flush(batch);
-        batch = [];
+      stage(lines);
+      if (batch.size >= MUTATIONS_PAR_LOT) {
+        await flush(oublier);
+        oublier = undefined;
       }
     }
-    await flush(batch);
+    await flush(oublier);
     // Counted once: a mutation whose first part was written is rewritten whole, not added again.
     lecture.mutations -= dejaEcrites.size;
     lecture.scindees = scindees.size;
   }
-  await flush([]);
+  await flush();
   lecture.insees = [...insees];
-  lecture.millesimes = [...millesimes].sort();
+  lecture.millesimes = [...millesimes].sort((a, b) => a - b);
   return lecture;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
-// The reading runs in a worker thread: parsing and folding (a CPU of their own) never delay the database's next
-// statement, so both work at once. The worker is this same module, started with WORKER in its workerData.
+// The reading runs in worker threads: parsing and folding never delay the database's next statement, so both work at
+// once, and the readers split the file's mutations between them (Part). The workers are this same module, started
+// with WORKER in their workerData.
 // ---------------------------------------------------------------------------------------------------------------------
 
 const WORKER = 'svc-dvf-lecture';
+/**
+ * Readers of one file. Two: parsing is the longest part of an import, and measured on 2 cores (bench/RESULTS.md),
+ * two readers and the database's COPY keep both busy where one reader left the second core waiting.
+ */
+const LECTEURS = 2;
 
 type Message =
-  | { type: 'lot'; lot: Envoi }
+  | { type: 'lot'; lot: Transfert }
   | { type: 'fin'; lecture: Lecture }
   | { type: 'erreur'; message: string; importError: boolean };
 
-function readInWorker(source: string, write: (lot: Envoi) => Promise<void>): Promise<Lecture> {
+/** The readings of the parts of a file, as the reading of the whole file. */
+function merged(parts: Lecture[]): Lecture {
+  const sum = (key: 'lus' | 'gardes' | 'mutations' | 'scindees' | 'sansCoordonnees') =>
+    parts.reduce((total, p) => total + p[key], 0);
+  return {
+    format: parts[0].format,
+    formatLibelle: parts[0].formatLibelle,
+    lus: sum('lus'),
+    gardes: sum('gardes'),
+    rejetes: parts
+      .flatMap((p) => p.rejetes)
+      .sort((a, b) => a.ligne - b.ligne)
+      .slice(0, MAX_REJETS_LISTES),
+    mutations: sum('mutations'),
+    scindees: sum('scindees'),
+    sansCoordonnees: sum('sansCoordonnees'),
+    insees: [...new Set(parts.flatMap((p) => p.insees))],
+    millesimes: [...new Set(parts.flatMap((p) => p.millesimes))].sort((a, b) => a - b),
+  };
+}
+
+/**
+ * Reads `source` in `lecteurs` worker threads; `write` gets their batches one at a time, with the lines read so far by
+ * all of them. A reader waits for its batch to be written before it sends the next one.
+ */
+function readInWorkers(
+  source: string,
+  lecteurs: number,
+  dataset: Dataset,
+  attached: Set<number>,
+  write: (lot: Transfert) => Promise<void>,
+): Promise<Lecture> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL(import.meta.url), { workerData: { [WORKER]: true, source } });
+    const workers = Array.from(
+      { length: lecteurs },
+      (_, index) =>
+        new Worker(new URL(import.meta.url), {
+          workerData: {
+            [WORKER]: true,
+            source,
+            part: { index, of: lecteurs } satisfies Part,
+            dataset,
+            attached: [...attached],
+          } satisfies LecteurData,
+        }),
+    );
+    const progress = workers.map(() => ({ lus: 0, gardes: 0 }));
+    const lectures: Lecture[] = [];
     let settled = false;
     let chain: Promise<void> = Promise.resolve();
+    // Their ports would otherwise keep this process alive once the import is over.
+    const stop = () => workers.forEach((worker) => void worker.terminate());
+    // On a failure, batches still queued are not written, and the promise settles once the one being written is
+    // done: the caller then cleans up after a writer that no longer moves.
     const fail = (error: unknown) => {
       if (settled) return;
       settled = true;
-      void worker.terminate();
-      reject(error);
+      stop();
+      void chain.finally(() => reject(error));
     };
-    worker.on('message', (message: Message) => {
-      if (message.type === 'lot') {
-        chain = chain.then(() => write(message.lot)).then(() => worker.postMessage('ecrit'), fail);
-      } else if (message.type === 'fin') {
-        chain.then(() => {
-          if (settled) return;
-          settled = true;
-          // Its ports would otherwise keep this process alive once the import is over.
-          void worker.terminate();
-          resolve(message.lecture);
-        }, fail);
-      } else {
-        fail(message.importError ? new ImportError(message.message) : new Error(message.message));
-      }
-    });
-    worker.on('error', fail);
-    worker.on('exit', (code) => {
-      if (!settled) chain.then(() => fail(new Error(`lecture DVF interrompue (code ${code})`)), fail);
+    workers.forEach((worker, index) => {
+      worker.on('message', (message: Message) => {
+        if (message.type === 'lot') {
+          progress[index] = { lus: message.lot.lus, gardes: message.lot.gardes };
+          const lus = progress.reduce((total, p) => total + p.lus, 0);
+          const gardes = progress.reduce((total, p) => total + p.gardes, 0);
+          chain = chain
+            .then(() => (settled ? undefined : write({ ...message.lot, lus, gardes })))
+            .then(() => worker.postMessage('ecrit'), fail);
+        } else if (message.type === 'fin') {
+          lectures.push(message.lecture);
+          if (lectures.length < workers.length) return;
+          chain.then(() => {
+            if (settled) return;
+            settled = true;
+            stop();
+            resolve(merged(lectures));
+          }, fail);
+        } else {
+          fail(message.importError ? new ImportError(message.message) : new Error(message.message));
+        }
+      });
+      worker.on('error', fail);
+      worker.on('exit', (code) => {
+        if (!settled) chain.then(() => fail(new Error(`lecture DVF interrompue (code ${code})`)), fail);
+      });
     });
   });
 }
 
-async function runWorker(source: string): Promise<void> {
+/** What a reader is told: its file and part, and the dataset's vintages already there. */
+interface LecteurData {
+  [WORKER]: true;
+  source: string;
+  part: Part;
+  dataset: Dataset;
+  attached: number[];
+}
+
+async function runWorker({ source, part, dataset, attached }: LecteurData): Promise<void> {
   const port = parentPort!;
   const written: Array<() => void> = [];
   port.on('message', () => written.shift()?.());
   try {
     const lecture = await readMutations(
       source,
+      part,
+      createBatch(dataset, new Set(attached)),
       (lot) =>
         new Promise<void>((resolve) => {
           written.push(resolve);
-          port.postMessage({ type: 'lot', lot } satisfies Message);
+          const message = { type: 'lot', lot } satisfies Message;
+          port.postMessage(
+            message,
+            message.lot.nouvelles.map((n) => n.copie.buffer as ArrayBuffer),
+          );
         }),
     );
     port.postMessage({ type: 'fin', lecture } satisfies Message);
@@ -1534,7 +1849,14 @@ async function runWorker(source: string): Promise<void> {
 }
 
 if (!isMainThread && (workerData as Record<string, unknown> | null)?.[WORKER]) {
-  void runWorker((workerData as { source: string }).source);
+  void runWorker(workerData as LecteurData);
+}
+
+/** COPY data in slices of 1 MiB (views of the same bytes): the socket's buffer is waited for between them. */
+function* slices(bytes: Uint8Array): Generator<Buffer> {
+  for (let start = 0; start < bytes.byteLength; start += 1 << 20) {
+    yield Buffer.from(bytes.buffer, bytes.byteOffset + start, Math.min(1 << 20, bytes.byteLength - start));
+  }
 }
 
 /** COPY data in chunks of about 1 MiB. */

@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
-import { defineOperation, type OperationContext } from '../catalogue.ts';
+import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
-import { drapeaux as ordonnes, QualiteSchema, type Drapeau } from '../qualite.ts';
+import { drapeaux as ordonnes, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
+import { adresseConnue, type AdresseBan } from '../adresses/resoudre.ts';
 import {
   absenceDvf,
   departementOf,
   PRIX_M2_PLAUSIBLE,
   SURFACE_LOGEMENT_PLAUSIBLE,
   type Dataset,
-  type Local,
-  type Terrain,
+  type Mutation,
 } from './import.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -28,7 +28,8 @@ const METHODE =
   'prix_m2 = valeur foncière / surface réelle bâtie des appartements et maisons de la mutation, chaque local compté une fois (les lignes DVF répètent un local par subdivision de parcelle).';
 /** Mutations of an address or parcel served at most, newest first. */
 const MAX_MUTATIONS_ADRESSE = 500;
-const PREMIER_MILLESIME_NUMERO = 2021;
+/** Sales from this vintage on are attached to a number by its address; older ones by position only. */
+export const PREMIER_MILLESIME_NUMERO = 2021;
 
 const MutationSchema = z.object({
   id_mutation: z.string().nullable().describe('Identifiant Etalab, ou dérivé du fichier DGFiP (AAAA-D…).'),
@@ -90,51 +91,23 @@ type MutationItem = z.infer<typeof MutationSchema>;
 // Reading.
 // ---------------------------------------------------------------------------------------------------------------------
 
-interface MutationRow {
-  id_mutation: string;
-  date_mutation: string;
-  millesime: number;
-  nature: (typeof NATURES)[number];
-  valeur_fonciere: number | null;
-  adresse_numero: number | null;
-  adresse_suffixe: string | null;
-  adresse_voie: string | null;
-  code_voie: string | null;
-  code_postal: string | null;
-  insee: string;
+/** A stored mutation as read back: the importer's mutation, the BAN number it is attached to, and the reading's own. */
+interface MutationRow extends Omit<
+  Mutation,
+  'format' | 'nature_libelle' | 'commune' | 'departement' | 'parcelle_principale'
+> {
   cle_ban: string | null;
-  lat: number | null;
-  lon: number | null;
-  parcelles: string[];
-  volumes: string[];
-  nb_dispositions: number;
-  nb_lignes: number;
-  locaux: Local[];
-  terrains: Terrain[];
-  nombre_lots: number;
-  surface_terrain: number | null;
-  types_locaux: string[];
-  logements: number;
-  surface_logements: number | null;
-  prix_m2: number | null;
-  vente_en_bloc: boolean;
-  avec_dependance: boolean;
-  avec_local_pro: boolean;
-  prix_atypique: boolean;
-  surface_atypique: boolean;
-  doublon_probable: boolean;
-  motif: string | null;
   distance_m: number | null;
   rattachement?: Rattachement;
 }
 
 const COLONNES = `m.id_mutation, to_char(m.date_mutation, 'YYYY-MM-DD') AS date_mutation, m.millesime, m.nature,
   m.valeur_fonciere, m.adresse_numero, m.adresse_suffixe, m.adresse_voie, m.code_voie, m.code_postal, m.insee,
-  m.cle_ban, m.lat, m.lon, m.parcelles, m.volumes, m.nb_dispositions, m.nb_lignes, m.locaux, m.terrains,
+  m.cle_ban, m.lat, m.lon, m.parcelles, m.volumes, m.nb_dispositions, m.nb_lignes, m.locaux::json, m.terrains::json,
   m.nombre_lots, m.surface_terrain, m.types_locaux, m.logements, m.surface_logements, m.prix_m2, m.vente_en_bloc,
   m.avec_dependance, m.avec_local_pro, m.prix_atypique, m.surface_atypique, m.doublon_probable, m.motif`;
 
-/** The grid cell of a position, as the index dvf_mutations_cellule (db/migrations/009_dvf.sql) computes it. */
+/** The grid cell of a position, as the index dvf_mutations_cellule (db/migrations/013_dvf_partitions.sql) computes it. */
 const CELLULE = '(floor((m.lat + 90) * 200)::bigint * 72001 + floor((m.lon + 180) * 200)::bigint)';
 const PAS = 200;
 
@@ -142,7 +115,7 @@ const PAS = 200;
  * The cells (0.005° a side) that cover the box of a circle: a little wider than the circle (1° of latitude is
  * 111.3 km on earthdistance's sphere, 110 km is taken); the exact test is earth_distance.
  */
-function cellules(lat: number, lon: number, rayonM: number): string[] {
+export function cellules(lat: number, lon: number, rayonM: number): string[] {
   const dLat = rayonM / 110_000;
   const dLon = dLat / Math.max(0.01, Math.cos((lat * Math.PI) / 180));
   const out: string[] = [];
@@ -155,7 +128,7 @@ function cellules(lat: number, lon: number, rayonM: number): string[] {
 }
 
 /** The index condition of a circle whose cells are parameter `p`. */
-const dansCellules = (p: number) => `${CELLULE} = ANY($${p}::bigint[])`;
+export const dansCellules = (p: number) => `${CELLULE} = ANY($${p}::bigint[])`;
 
 /** Distance in metres from ($lat, $lon) given as parameters `p` and `p + 1`, to 0.1 m; null without a position. */
 const distance = (p: number) =>
@@ -166,12 +139,30 @@ function numeroTexte(numero: number | null, suffixe: string | null): string | nu
   return suffixe ? `${numero} ${suffixe}` : String(numero);
 }
 
+/**
+ * Sales at a BAN number by DVF's own address: same commune, street code and number (parameters `p` to `p + 2`) and
+ * repetition index (`p + 3`, '' for none; DVF's B/T/Q read as bis/ter/quater, a BAN letter `b` matches `bis` too).
+ */
+export const parNumero = (p: number) => `(m.insee = $${p} AND m.code_voie = $${p + 1} AND m.adresse_numero = $${p + 2}
+  AND (coalesce(m.adresse_suffixe, '') = $${p + 3} OR left(coalesce(m.adresse_suffixe, ''), 1) = $${p + 3}))`;
+
+/**
+ * Sales on one of the parcels of parameter `p` (a text array): by the main parcel, or among the parcels of the few
+ * mutations that have several. The same as `m.parcelles && $p`, written so that the btree on the main parcel and
+ * the GIN on the parcels of multi-parcel mutations answer it (db/migrations/013_dvf_partitions.sql).
+ */
+export const surParcelles = (p: number) =>
+  `(m.parcelle_principale = ANY($${p}::text[]) OR (cardinality(m.parcelles) > 1 AND m.parcelles && $${p}::text[]))`;
+
+const DRAPEAUX_MUTATION = ['prix_atypique', 'surface_atypique', 'vente_en_bloc', 'doublon_probable'] as const;
+
+/** The flags of a stored mutation: its columns of the same names. */
+export function drapeauxDeMutation(m: Record<(typeof DRAPEAUX_MUTATION)[number], boolean>): Drapeau[] {
+  return DRAPEAUX_MUTATION.filter((flag) => m[flag]);
+}
+
 function toItem(row: MutationRow, rattachement: Rattachement | null, cleBan: string | null = null): MutationItem {
-  const drapeaux: Drapeau[] = [];
-  if (row.prix_atypique) drapeaux.push('prix_atypique');
-  if (row.surface_atypique) drapeaux.push('surface_atypique');
-  if (row.vente_en_bloc) drapeaux.push('vente_en_bloc');
-  if (row.doublon_probable) drapeaux.push('doublon_probable');
+  const drapeaux: Drapeau[] = drapeauxDeMutation(row);
   if (rattachement === 'position') drapeaux.push('rattachement_incertain');
   const numero = numeroTexte(row.adresse_numero, row.adresse_suffixe);
   const cle = (rattachement === 'numero' ? cleBan : null) ?? row.cle_ban;
@@ -228,8 +219,6 @@ async function millesimesDe(db: Queryable, dataset: Dataset) {
   );
   return rows[0];
 }
-
-const datasetOf = (ctx: OperationContext): Dataset => (ctx.caller.sandbox ? 'sandbox' : 'live');
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Inputs.
@@ -315,20 +304,21 @@ type VentesAdresseSortie = z.infer<typeof VentesAdresseOutput>;
 // ventes_adresse
 // ---------------------------------------------------------------------------------------------------------------------
 
-interface AdresseRow {
-  cle_ban: string;
-  type: string;
-  numero: number | null;
-  suffixe: string | null;
-  voie: string | null;
-  code_voie: string | null;
-  code_postal: string | null;
-  insee: string;
-  commune: string;
-  lat: number;
-  lon: number;
-  parcelles: string[] | null;
-}
+type AdresseRow = Pick<
+  AdresseBan,
+  | 'cle_ban'
+  | 'type'
+  | 'numero'
+  | 'suffixe'
+  | 'voie'
+  | 'code_voie'
+  | 'code_postal'
+  | 'insee'
+  | 'commune'
+  | 'lat'
+  | 'lon'
+  | 'parcelles'
+>;
 
 const ADRESSE_COLONNES =
   'cle_ban, type, numero, suffixe, voie, code_voie, code_postal, insee, commune, lat, lon, parcelles';
@@ -454,20 +444,9 @@ export const ventesAdresse = defineOperation({
   summary: 'Ventes DVF d’une adresse',
   errors: ['ressource_absente', 'adresse_introuvable'],
   input: VentesAdresseInput,
-  async handler(entree, ctx) {
+  handler: servedFromDataset(async (entree, ctx, dataset) => {
     const db = ctx.services.db;
-    const dataset = datasetOf(ctx);
-    const { rows: adresses } = await db.query<AdresseRow>(
-      `SELECT ${ADRESSE_COLONNES} FROM adresses WHERE dataset = $1 AND cle_ban = $2`,
-      [dataset, entree.cle_ban.trim().toLowerCase()],
-    );
-    const a = adresses[0];
-    if (!a) {
-      throw new ApiError(
-        'adresse_introuvable',
-        `Aucune adresse de la Base Adresse Nationale n’a la clé « ${entree.cle_ban} » ; rien n’est débité.`,
-      );
-    }
+    const a = await adresseConnue(db, dataset, entree.cle_ban);
     if (absenceDvf(departementOf(a.insee))) absent(a.insee, 'cette adresse');
     if (a.type !== 'numero') {
       throw new ApiError(
@@ -488,15 +467,12 @@ export const ventesAdresse = defineOperation({
       parcelles,
     ];
     const dates = dateFilters(params, entree.depuis, entree.jusqu_a);
-    // The number matches DVF's (DVF's B/T/Q read as bis/ter/quater; a BAN letter `b` matches `bis` too).
-    const parNumero = `(m.insee = $5 AND m.code_voie = $6 AND m.adresse_numero = $7
-      AND (coalesce(m.adresse_suffixe, '') = $8 OR left(coalesce(m.adresse_suffixe, ''), 1) = $8))`;
     const recentes = await db.query<MutationRow>(
       `SELECT ${COLONNES}, ${distance(2)} AS distance_m,
-              CASE WHEN ${parNumero} THEN 'numero' ELSE 'parcelle' END AS rattachement
+              CASE WHEN ${parNumero(5)} THEN 'numero' ELSE 'parcelle' END AS rattachement
          FROM dvf_mutations m
         WHERE m.dataset = $1 AND m.millesime >= ${PREMIER_MILLESIME_NUMERO}
-          AND (m.cle_ban = $4 OR ${parNumero} OR m.parcelles && $9::text[])${dates}
+          AND (m.cle_ban = $4 OR ${parNumero(5)} OR ${surParcelles(9)})${dates}
         ORDER BY m.date_mutation DESC, m.id_mutation DESC
         LIMIT ${MAX_MUTATIONS_ADRESSE + 1}`,
       params,
@@ -539,7 +515,7 @@ export const ventesAdresse = defineOperation({
       limites,
       entree.inclure_2018_2020,
     );
-  },
+  }),
 });
 
 export const ventesParcelle = defineOperation({
@@ -549,9 +525,8 @@ export const ventesParcelle = defineOperation({
   summary: 'Ventes DVF d’une parcelle cadastrale',
   errors: ['ressource_absente'],
   input: VentesParcelleInput,
-  async handler(entree, ctx) {
+  handler: servedFromDataset(async (entree, ctx, dataset) => {
     const db = ctx.services.db;
-    const dataset = datasetOf(ctx);
     const id = entree.id_parcelle;
     const insee = id.slice(0, 5);
     if (absenceDvf(departementOf(insee))) absent(insee, 'cette parcelle');
@@ -562,12 +537,12 @@ export const ventesParcelle = defineOperation({
       [dataset, insee, id],
     );
     const a = adresses.length === 1 ? adresses[0] : null;
-    const params: unknown[] = [dataset, a?.lat ?? null, a?.lon ?? null, id];
+    const params: unknown[] = [dataset, a?.lat ?? null, a?.lon ?? null, [id]];
     const dates = dateFilters(params, entree.depuis, entree.jusqu_a);
     const { rows } = await db.query<MutationRow>(
       `SELECT ${COLONNES}, CASE WHEN $2::float8 IS NULL OR m.lat IS NULL THEN NULL ELSE ${distance(2)} END AS distance_m
          FROM dvf_mutations m
-        WHERE m.dataset = $1 AND m.parcelles @> ARRAY[$4::text]${dates}
+        WHERE m.dataset = $1 AND ${surParcelles(4)}${dates}
         ORDER BY m.date_mutation DESC, m.id_mutation DESC
         LIMIT ${MAX_MUTATIONS_ADRESSE + 1}`,
       params,
@@ -581,7 +556,7 @@ export const ventesParcelle = defineOperation({
       [],
       true,
     );
-  },
+  }),
 });
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -723,9 +698,8 @@ export const ventes = defineOperation({
   summary: 'Ventes DVF autour d’un point ou dans une commune',
   errors: ['commune_introuvable'],
   input: VentesInput,
-  async handler(e, ctx) {
+  handler: servedFromDataset(async (e, ctx, dataset) => {
     const db = ctx.services.db;
-    const dataset = datasetOf(ctx);
     const point = e.lat !== undefined || e.lon !== undefined;
     if (point && (e.lat === undefined || e.lon === undefined)) {
       throw invalidField(e.lat === undefined ? 'lat' : 'lon', 'lat et lon vont ensemble.', 'requete');
@@ -837,7 +811,7 @@ export const ventes = defineOperation({
       }
     }
     return { recherche, donnees, curseur_suivant: curseurSuivant, limites };
-  },
+  }),
 });
 
 export const ventesMutation = defineOperation({
@@ -847,10 +821,10 @@ export const ventesMutation = defineOperation({
   summary: 'Une mutation DVF par son identifiant',
   errors: ['ressource_absente'],
   input: VentesMutationInput,
-  async handler(e, ctx) {
+  handler: servedFromDataset(async (e, ctx, dataset) => {
     const { rows } = await ctx.services.db.query<MutationRow>(
       `SELECT ${COLONNES}, NULL::float8 AS distance_m FROM dvf_mutations m WHERE m.dataset = $1 AND m.id_mutation = $2`,
-      [datasetOf(ctx), e.id_mutation],
+      [dataset, e.id_mutation],
     );
     if (!rows[0]) {
       throw new ApiError(
@@ -864,7 +838,7 @@ export const ventesMutation = defineOperation({
       curseur_suivant: null,
       limites: [] as string[],
     };
-  },
+  }),
 });
 
 /** The DVF operations, for the catalogue. */

@@ -1,21 +1,16 @@
 import type { Db } from '../../db/client.ts';
 import { plier } from '../adresses/resoudre.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { colonnesDe, csvRecords, dateIso, lecteurDe, lignesDeDonnees, separateurDe, texte } from '../import/csv.ts';
+import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
 import {
-  colonnesDe,
-  csvRecords,
-  dateIso,
-  dedoublonner,
   exigerFichier,
-  ligneEcriture,
+  ImportError,
+  importSource,
   nouveauRapport,
-  separateurDe,
-  texte,
-  upsert,
   type Dataset,
-  type Ecriture,
-  type Table,
-} from './import-commun.ts';
+  type DatasetImportOptions,
+  type ImportReport,
+} from '../import/source.ts';
 import { clesBan } from './rattachement.ts';
 
 /**
@@ -67,6 +62,7 @@ const AVIS: Table = {
     ['avis_precedent', 'text'],
   ],
   cle: ['dataset', 'id'],
+  horodatage: 'maj_le',
 };
 
 export type CategorieAvis =
@@ -171,14 +167,12 @@ function libelle(value: unknown): string | null {
   return t.replace(/\s+/g, ' ').replace(/\.$/, '');
 }
 
-interface Lu {
-  ligne: number;
-  row: Record<string, unknown>;
+interface Avis extends Lu {
   adresse: { numero: string | null; voie: string | null; codePostal: string | null } | null;
   jsonIllisible: boolean;
 }
 
-function avisDe(get: (n: string) => string | null, dataset: Dataset, ligne: number): Lu | string {
+function avisDe(get: (n: string) => string | null, dataset: Dataset, ligne: number): Avis | string {
   const id = get('id');
   if (!id || !/^[A-Z0-9]{6,20}$/i.test(id)) return `id invalide (${id?.slice(0, 30) ?? 'absent'})`;
   const dateParution = dateIso(get('dateparution'));
@@ -336,93 +330,58 @@ function avisDe(get: (n: string) => string | null, dataset: Dataset, ligne: numb
   };
 }
 
-export interface BodaccImportOptions {
-  dataset?: Dataset;
-  onProgress?: (progress: { lus: number; gardes: number }) => void;
-}
-
 /**
  * Imports a BODACC `annonces-commerciales` CSV export into `dataset`. Throws ImportError when the file is unusable as
  * a whole; a bad notice is rejected with its reason and the line it starts on.
  */
-export async function importBodacc(db: Db, file: string, options: BodaccImportOptions = {}): Promise<ImportReport> {
+export async function importBodacc(db: Db, file: string, options: DatasetImportOptions = {}): Promise<ImportReport> {
   const dataset = options.dataset ?? 'live';
   await exigerFichier(file);
   const { report, rejeter } = nouveauRapport(file);
-  let colonnes: Map<string, number> | null = null;
-  let largeur = 0;
-  let lot: Lu[] = [];
-  const ecriture: Ecriture = { ajoutees: 0, modifiees: 0 };
+  await using records = csvRecords(file, separateurDe);
+  const premiere = await records.next();
+  if (premiere.done) throw new ImportError(`${file} est vide : en-tête BODACC attendu.`);
+  const entete = premiere.value.champs;
+  const colonnes = colonnesDe(entete.map((c) => c.toLowerCase()));
+  const manquantes = REQUISES.filter((c) => !colonnes.has(c));
+  if (manquantes.length > 0) {
+    throw new ImportError(
+      `En-tête BODACC attendu (export « annonces-commerciales » de la DILA, séparateur « ; ») : colonne(s) ${manquantes.join(', ')} absente(s). En-tête lu : ${entete.join(';').slice(0, 200)}`,
+    );
+  }
   let physiques = 0;
   let civiles = 0;
   let rattaches = 0;
   let illisibles = 0;
+  const lots = upsertParLots<Avis>(db, {
+    table: AVIS,
+    taille: LOT,
+    cle: (l) => l.row.id as string,
+    report,
+    rejeter,
+    onProgress: options.onProgress,
+    async completer(lot) {
+      const cles = await clesBan(
+        db,
+        dataset,
+        lot.map((l) => (l.adresse ? { ...l.adresse } : {})),
+      );
+      lot.forEach((l, i) => {
+        l.row.cle_ban = cles[i];
+        if (cles[i]) rattaches++;
+        if (l.row.porte_sur_personne_physique) physiques++;
+        if (l.row.societe_civile) civiles++;
+        if (l.jsonIllisible) illisibles++;
+      });
+    },
+  });
 
-  const flush = async () => {
-    if (lot.length === 0) return;
-    const uniques = dedoublonner(lot, (l) => l.row.id as string, rejeter);
-    report.gardes -= lot.length - uniques.length;
-    lot = [];
-    const cles = await clesBan(
-      db,
-      dataset,
-      uniques.map((l) => (l.adresse ? { ...l.adresse } : {})),
-    );
-    uniques.forEach((l, i) => {
-      l.row.cle_ban = cles[i];
-      if (cles[i]) rattaches++;
-      if (l.row.porte_sur_personne_physique) physiques++;
-      if (l.row.societe_civile) civiles++;
-      if (l.jsonIllisible) illisibles++;
-    });
-    const e = await upsert(
-      db,
-      AVIS,
-      uniques.map((l) => l.row),
-    );
-    ecriture.ajoutees += e.ajoutees;
-    ecriture.modifiees += e.modifiees;
-    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-  };
-
-  for await (const { ligne, champs } of csvRecords(file, separateurDe)) {
-    if (colonnes === null) {
-      colonnes = colonnesDe(champs.map((c) => c.toLowerCase()));
-      largeur = champs.length;
-      const manquantes = REQUISES.filter((c) => !colonnes!.has(c));
-      if (manquantes.length > 0) {
-        throw new ImportError(
-          `En-tête BODACC attendu (export « annonces-commerciales » de la DILA, séparateur « ; ») : colonne(s) ${manquantes.join(', ')} absente(s). En-tête lu : ${champs.join(';').slice(0, 200)}`,
-        );
-      }
-      continue;
-    }
-    if (champs.length === 1 && champs[0].trim() === '') continue;
-    report.lus++;
-    if (champs.length !== largeur) {
-      rejeter(ligne, `${champs.length} colonnes au lieu de ${largeur}`);
-      continue;
-    }
-    const c = colonnes;
-    const lu = avisDe(
-      (name) => {
-        const i = c.get(name);
-        return i === undefined ? null : texte(champs[i]);
-      },
-      dataset,
-      ligne,
-    );
-    if (typeof lu === 'string') {
-      rejeter(ligne, lu);
-      continue;
-    }
-    report.gardes++;
-    lot.push(lu);
-    if (lot.length >= LOT) await flush();
+  for await (const { ligne, champs } of lignesDeDonnees(records, entete.length, report, rejeter)) {
+    const lu = avisDe(lecteurDe(colonnes, champs), dataset, ligne);
+    if (typeof lu === 'string') rejeter(ligne, lu);
+    else await lots.garder(lu);
   }
-  if (colonnes === null) throw new ImportError(`${file} est vide : en-tête BODACC attendu.`);
-  await flush();
-  report.rejetes.sort((a, b) => a.ligne - b.ligne);
+  const ecriture = await lots.terminer();
   report.details.push(
     ligneEcriture('avis', report.gardes, ecriture),
     `sur des personnes physiques (gardés sans nom) : ${physiques}`,
@@ -430,15 +389,12 @@ export async function importBodacc(db: Db, file: string, options: BodaccImportOp
     `sièges rattachés à un numéro de la BAN : ${rattaches}`,
   );
   if (illisibles > 0) report.details.push(`avis dont une colonne JSON est illisible (lue comme vide) : ${illisibles}`);
-  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
   return report;
 }
 
 /** The `bodacc` source of the importers' CLI. */
-export const bodaccSource: ImportSource = {
-  name: 'bodacc',
-  description: 'annonces du BODACC : export CSV « annonces-commerciales » de la DILA (séparateur « ; »), ou .csv.gz',
-  async run(db, chemin, { sandbox, onProgress }) {
-    return importBodacc(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
-  },
-};
+export const bodaccSource = importSource(
+  'bodacc',
+  'annonces du BODACC : export CSV « annonces-commerciales » de la DILA (séparateur « ; »), ou .csv.gz',
+  importBodacc,
+);

@@ -1,23 +1,17 @@
 import proj4 from 'proj4';
 import type { Db, Queryable } from '../../db/client.ts';
 import { isInseeCode } from '../communes.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { colonnesDe, csvRecords, dateIso, lecteurDe, lignesDeDonnees, nombre, separateurDe } from '../import/csv.ts';
+import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
 import {
-  colonnesDe,
-  csvRecords,
-  dateIso,
-  dedoublonner,
   exigerFichier,
-  ligneEcriture,
-  nombre,
+  ImportError,
+  importSource,
   nouveauRapport,
-  separateurDe,
-  texte,
-  upsert,
   type Dataset,
-  type Ecriture,
-  type Table,
-} from './import-commun.ts';
+  type DatasetImportOptions,
+  type ImportReport,
+} from '../import/source.ts';
 import { clesBan } from './rattachement.ts';
 
 /**
@@ -68,6 +62,7 @@ const UNITES: Table = {
     ['dernier_traitement', 'timestamp'],
   ],
   cle: ['dataset', 'siren'],
+  horodatage: 'maj_le',
 };
 
 const ETABLISSEMENTS: Table = {
@@ -97,6 +92,7 @@ const ETABLISSEMENTS: Table = {
     ['dernier_traitement', 'timestamp'],
   ],
   cle: ['dataset', 'siret'],
+  horodatage: 'maj_le',
 };
 
 /** Whether a legal category is a natural person's (1000: entrepreneur individuel). */
@@ -117,22 +113,24 @@ function horodatage(value: string | null): string | null | undefined {
   return undefined;
 }
 
-function dates(get: Get, champs: string[]): Record<string, string | null> | string {
-  const out: Record<string, string | null> = {};
-  for (const champ of champs) {
+/** The creation date, the start of the current period and the last processing of a row, or why one is invalid. */
+function dates(
+  get: Get,
+  creation: string,
+  traitement: string,
+): { creation: string | null; debut: string | null; traitement: string | null } | string {
+  const lues: Record<string, string | null> = {};
+  for (const champ of [creation, 'dateDebut']) {
     const d = dateIso(get(champ));
     if (d === undefined) return `date invalide (${champ} = ${get(champ)?.slice(0, 30)})`;
-    out[champ] = d;
+    lues[champ] = d;
   }
-  return out;
+  const horodate = horodatage(get(traitement));
+  if (horodate === undefined) return `date invalide (${traitement})`;
+  return { creation: lues[creation], debut: lues.dateDebut, traitement: horodate };
 }
 
-interface LigneUnite {
-  ligne: number;
-  row: Record<string, unknown>;
-}
-
-function uniteDe(get: Get, dataset: Dataset, ligne: number): LigneUnite | string {
+function uniteDe(get: Get, dataset: Dataset, ligne: number): Lu | string {
   const siren = get('siren');
   if (!siren || !/^\d{9}$/.test(siren)) return `siren invalide (${siren?.slice(0, 20) ?? 'absent'})`;
   const categorie = get('categorieJuridiqueUniteLegale');
@@ -140,10 +138,8 @@ function uniteDe(get: Get, dataset: Dataset, ligne: number): LigneUnite | string
     return `catégorie juridique invalide (${categorie.slice(0, 10)})`;
   const etat = get('etatAdministratifUniteLegale');
   if (etat !== null && etat !== 'A' && etat !== 'C') return `état administratif inconnu (${etat.slice(0, 10)})`;
-  const d = dates(get, ['dateCreationUniteLegale', 'dateDebut']);
+  const d = dates(get, 'dateCreationUniteLegale', 'dateDernierTraitementUniteLegale');
   if (typeof d === 'string') return d;
-  const traitement = horodatage(get('dateDernierTraitementUniteLegale'));
-  if (traitement === undefined) return 'date invalide (dateDernierTraitementUniteLegale)';
   // A unit without category but with a person's name and no denomination is a person too.
   const personne =
     estPersonnePhysique(categorie) ||
@@ -161,21 +157,19 @@ function uniteDe(get: Get, dataset: Dataset, ligne: number): LigneUnite | string
       ape: get('activitePrincipaleUniteLegale'),
       nomenclature_ape: get('nomenclatureActivitePrincipaleUniteLegale'),
       etat,
-      cree_le: d.dateCreationUniteLegale,
-      cesse_le: etat === 'C' ? d.dateDebut : null,
+      cree_le: d.creation,
+      cesse_le: etat === 'C' ? d.debut : null,
       diffusion_partielle: (get('statutDiffusionUniteLegale') ?? 'O') !== 'O',
       purgee: get('unitePurgeeUniteLegale')?.toLowerCase() === 'true',
       tranche_effectif: get('trancheEffectifsUniteLegale'),
       categorie_entreprise: get('categorieEntreprise'),
       nic_siege: get('nicSiegeUniteLegale'),
-      dernier_traitement: traitement,
+      dernier_traitement: d.traitement,
     },
   };
 }
 
-interface LigneEtablissement {
-  ligne: number;
-  row: Record<string, unknown>;
+interface LigneEtablissement extends Lu {
   enseigne: string | null;
   geoId: string | null;
 }
@@ -210,10 +204,8 @@ function etablissementDe(get: Get, dataset: Dataset, ligne: number): LigneEtabli
   if (siret !== siren + nic) return `siret ${siret.slice(0, 20)} ≠ siren + nic`;
   const etat = get('etatAdministratifEtablissement');
   if (etat !== null && etat !== 'A' && etat !== 'F') return `état administratif inconnu (${etat.slice(0, 10)})`;
-  const d = dates(get, ['dateCreationEtablissement', 'dateDebut']);
+  const d = dates(get, 'dateCreationEtablissement', 'dateDernierTraitementEtablissement');
   if (typeof d === 'string') return d;
-  const traitement = horodatage(get('dateDernierTraitementEtablissement'));
-  if (traitement === undefined) return 'date invalide (dateDernierTraitementEtablissement)';
   let insee = get('codeCommuneEtablissement')?.toUpperCase() ?? null;
   if (insee !== null && !isInseeCode(insee)) insee = null;
   const codePostal = get('codePostalEtablissement');
@@ -232,8 +224,8 @@ function etablissementDe(get: Get, dataset: Dataset, ligne: number): LigneEtabli
       nic,
       siege: siege === 'true' ? true : siege === 'false' ? false : null,
       etat,
-      cree_le: d.dateCreationEtablissement,
-      ferme_le: etat === 'F' ? d.dateDebut : null,
+      cree_le: d.creation,
+      ferme_le: etat === 'F' ? d.debut : null,
       enseigne: null,
       ape: get('activitePrincipaleEtablissement'),
       diffusion_partielle: (get('statutDiffusionEtablissement') ?? 'O') !== 'O',
@@ -247,7 +239,7 @@ function etablissementDe(get: Get, dataset: Dataset, ligne: number): LigneEtabli
       lat: pos.lat,
       lon: pos.lon,
       cle_ban: null,
-      dernier_traitement: traitement,
+      dernier_traitement: d.traitement,
     },
   };
 }
@@ -292,110 +284,64 @@ async function completerEtablissements(db: Queryable, dataset: Dataset, lot: Lig
   return rattaches;
 }
 
-function ajouter(total: Ecriture, e: Ecriture): void {
-  total.ajoutees += e.ajoutees;
-  total.modifiees += e.modifiees;
-}
-
-export interface SireneImportOptions {
-  dataset?: Dataset;
-  onProgress?: (progress: { lus: number; gardes: number }) => void;
-}
-
 /**
  * Imports a SIRENE stock file of legal units or of establishments into `dataset`. Throws ImportError when the file is
  * unusable as a whole (missing, neither header); a bad row is rejected with its reason and line number.
  */
-export async function importSirene(db: Db, file: string, options: SireneImportOptions = {}): Promise<ImportReport> {
+export async function importSirene(db: Db, file: string, options: DatasetImportOptions = {}): Promise<ImportReport> {
   const dataset = options.dataset ?? 'live';
   await exigerFichier(file);
   const { report, rejeter } = nouveauRapport(file);
-  let genre: 'unites' | 'etablissements' | null = null;
-  let colonnes = new Map<string, number>();
-  let largeur = 0;
-  let lot: Array<LigneUnite | LigneEtablissement> = [];
-  const ecriture: Ecriture = { ajoutees: 0, modifiees: 0 };
+  await using records = csvRecords(file, separateurDe);
+  const premiere = await records.next();
+  if (premiere.done) throw new ImportError(`${file} est vide : en-tête SIRENE attendu.`);
+  const entete = premiere.value.champs;
+  const colonnes = colonnesDe(entete);
+  const unites = COLONNES_UL.every((c) => colonnes.has(c));
+  if (!unites && !COLONNES_ETAB.every((c) => colonnes.has(c))) {
+    throw new ImportError(
+      `En-tête SIRENE attendu : StockUniteLegale (${COLONNES_UL.join(', ')}…) ou StockEtablissement (${COLONNES_ETAB.join(', ')}…). En-tête lu : ${entete.join(',').slice(0, 200)}`,
+    );
+  }
   let civiles = 0;
   let personnes = 0;
   let rattaches = 0;
   let avecAdresse = 0;
-
-  const flush = async () => {
-    if (lot.length === 0) return;
-    const uniques = dedoublonner(lot, (l) => String(l.row.siret ?? l.row.siren), rejeter);
-    report.gardes -= lot.length - uniques.length;
-    lot = [];
-    if (genre === 'unites') {
-      ajouter(
-        ecriture,
-        await upsert(
-          db,
-          UNITES,
-          uniques.map((l) => l.row),
-        ),
-      );
-      const physiques = uniques.filter((l) => l.row.personne_physique).map((l) => l.row.siren as string);
-      civiles += uniques.filter((l) => l.row.societe_civile).length;
-      personnes += physiques.length;
-      if (physiques.length > 0) {
-        await db.query(
-          `UPDATE etablissements SET enseigne = NULL, maj_le = now()
-            WHERE dataset = $1 AND siren = ANY($2::text[]) AND enseigne IS NOT NULL`,
-          [dataset, physiques],
-        );
+  const lots = upsertParLots<Lu>(db, {
+    table: unites ? UNITES : ETABLISSEMENTS,
+    taille: LOT,
+    cle: (l) => String(l.row.siret ?? l.row.siren),
+    report,
+    rejeter,
+    onProgress: options.onProgress,
+    async completer(lot) {
+      if (unites) {
+        const physiques = lot.filter((l) => l.row.personne_physique).map((l) => l.row.siren as string);
+        civiles += lot.filter((l) => l.row.societe_civile).length;
+        personnes += physiques.length;
+        if (physiques.length > 0) {
+          await db.query(
+            `UPDATE etablissements SET enseigne = NULL, maj_le = now()
+              WHERE dataset = $1 AND siren = ANY($2::text[]) AND enseigne IS NOT NULL`,
+            [dataset, physiques],
+          );
+        }
+      } else {
+        const etabs = lot as LigneEtablissement[];
+        rattaches += await completerEtablissements(db, dataset, etabs);
+        avecAdresse += etabs.filter((l) => l.row.numero && l.row.voie).length;
       }
-    } else {
-      const etabs = uniques as LigneEtablissement[];
-      rattaches += await completerEtablissements(db, dataset, etabs);
-      avecAdresse += etabs.filter((l) => l.row.numero && l.row.voie).length;
-      ajouter(
-        ecriture,
-        await upsert(
-          db,
-          ETABLISSEMENTS,
-          etabs.map((l) => l.row),
-        ),
-      );
-    }
-    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-  };
+    },
+  });
 
-  for await (const { ligne, champs } of csvRecords(file, separateurDe)) {
-    if (genre === null) {
-      colonnes = colonnesDe(champs);
-      largeur = champs.length;
-      if (COLONNES_UL.every((c) => colonnes.has(c))) genre = 'unites';
-      else if (COLONNES_ETAB.every((c) => colonnes.has(c))) genre = 'etablissements';
-      else {
-        throw new ImportError(
-          `En-tête SIRENE attendu : StockUniteLegale (${COLONNES_UL.join(', ')}…) ou StockEtablissement (${COLONNES_ETAB.join(', ')}…). En-tête lu : ${champs.join(',').slice(0, 200)}`,
-        );
-      }
-      continue;
-    }
-    if (champs.length === 1 && champs[0].trim() === '') continue;
-    report.lus++;
-    if (champs.length !== largeur) {
-      rejeter(ligne, `${champs.length} colonnes au lieu de ${largeur}`);
-      continue;
-    }
-    const get: Get = (name) => {
-      const i = colonnes.get(name);
-      return i === undefined ? null : texte(champs[i]);
-    };
-    const lu = genre === 'unites' ? uniteDe(get, dataset, ligne) : etablissementDe(get, dataset, ligne);
-    if (typeof lu === 'string') {
-      rejeter(ligne, lu);
-      continue;
-    }
-    report.gardes++;
-    lot.push(lu);
-    if (lot.length >= LOT) await flush();
+  for await (const { ligne, champs } of lignesDeDonnees(records, entete.length, report, rejeter)) {
+    const get = lecteurDe(colonnes, champs);
+    const lu = unites ? uniteDe(get, dataset, ligne) : etablissementDe(get, dataset, ligne);
+    if (typeof lu === 'string') rejeter(ligne, lu);
+    else await lots.garder(lu);
   }
-  if (genre === null) throw new ImportError(`${file} est vide : en-tête SIRENE attendu.`);
-  await flush();
-  report.rejetes.sort((a, b) => a.ligne - b.ligne);
-  if (genre === 'unites') {
+  const ecriture = await lots.terminer();
+  if (unites) {
     report.details.push(
       ligneEcriture('unités légales', report.gardes, ecriture),
       `sociétés civiles (catégorie 65xx) : ${civiles}`,
@@ -407,16 +353,12 @@ export async function importSirene(db: Db, file: string, options: SireneImportOp
       `rattachés à un numéro de la BAN : ${rattaches} (sur ${avecAdresse} avec numéro et voie)`,
     );
   }
-  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
   return report;
 }
 
 /** The `sirene` source of the importers' CLI. */
-export const sireneSource: ImportSource = {
-  name: 'sirene',
-  description:
-    'SIRENE (Insee), fichier stock des unités légales (StockUniteLegale) ou des établissements (StockEtablissement), CSV ou .csv.gz',
-  async run(db, chemin, { sandbox, onProgress }) {
-    return importSirene(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
-  },
-};
+export const sireneSource = importSource(
+  'sirene',
+  'SIRENE (Insee), fichier stock des unités légales (StockUniteLegale) ou des établissements (StockEtablissement), CSV ou .csv.gz',
+  importSirene,
+);

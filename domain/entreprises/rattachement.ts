@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { Queryable } from '../../db/client.ts';
 import { plier } from '../adresses/resoudre.ts';
 import { communeByCode } from '../communes.ts';
-import type { Dataset } from './import-commun.ts';
+import type { Dataset } from '../import/source.ts';
 
 /**
  * Attaching a declared address (a permit's land, a company's seat or establishment) to a BAN number: same commune

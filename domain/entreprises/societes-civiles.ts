@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
-import { plier } from '../adresses/resoudre.ts';
-import { defineOperation, type OperationContext } from '../catalogue.ts';
-import { ApiError } from '../errors.ts';
-import { drapeaux, QualiteSchema, type Drapeau } from '../qualite.ts';
+import { adresseConnue, plier } from '../adresses/resoudre.ts';
+import { defineOperation } from '../catalogue.ts';
+import { drapeaux, QualiteSchema, servedFromDataset, type Dataset, type Drapeau } from '../qualite.ts';
 
 /**
  * societes_civiles: the civil companies (legal category 65xx, 6540 SCI first) domiciled at a BAN number, from the
@@ -11,8 +10,6 @@ import { drapeaux, QualiteSchema, type Drapeau } from '../qualite.ts';
  * each company's notices and whether it was there at the date of the address's last DPE. Managers and partners are
  * never named: they are not stored (see db/migrations/012_entreprises_permis.sql).
  */
-
-type Dataset = 'live' | 'sandbox';
 
 const AVIS_PAR_SOCIETE = 50;
 const SOURCE = 'SIRENE (Insee) et BODACC (DILA)';
@@ -409,51 +406,21 @@ export const societesCiviles = defineOperation({
   input: InputSchema,
   output: SortieSchema,
   dataDate: (o: Sortie) => o.qualite.donnees_du,
-  async handler(entree, ctx: OperationContext): Promise<Sortie> {
+  handler: servedFromDataset(async (entree, ctx, dataset): Promise<Sortie> => {
     const db = ctx.services.db;
-    const dataset: Dataset = ctx.caller.sandbox ? 'sandbox' : 'live';
-    const { rows } = await db.query<{
-      cle_ban: string;
-      type: string;
-      libelle: string;
-      code_postal: string | null;
-      insee: string;
-    }>('SELECT cle_ban, type, libelle, code_postal, insee FROM adresses WHERE dataset = $1 AND cle_ban = $2', [
-      dataset,
-      entree.cle_ban.trim().toLowerCase(),
-    ]);
-    const a = rows[0];
-    if (!a) {
-      throw new ApiError(
-        'adresse_introuvable',
-        `Aucune adresse de la Base Adresse Nationale n’a la clé « ${entree.cle_ban} » ; rien n’est débité.`,
-      );
-    }
+    const a = await adresseConnue(db, dataset, entree.cle_ban);
     const adresse = { libelle: a.libelle, code_postal: a.code_postal, insee: a.insee };
     const limites: string[] = [
       'Sociétés rattachées par l’adresse déclarée (établissement SIRENE, siège dans les avis BODACC) : une adresse écrite autrement que dans la BAN peut manquer.',
     ];
-    if (a.type !== 'numero') {
+    // The companies are attached to numbers: the key of a street, a place or a commune has none.
+    const numero = a.type === 'numero';
+    if (!numero) {
       limites.unshift('Clé d’une voie, d’un lieu-dit ou d’une commune : les sociétés sont rattachées aux numéros.');
-      return {
-        cle_ban: a.cle_ban,
-        adresse,
-        n: 0,
-        societes: [],
-        dernier_dpe_le: null,
-        limites,
-        qualite: {
-          n: 0,
-          provenance: 'mesure',
-          incertitude: null,
-          drapeaux: [],
-          methode: METHODE,
-          donnees_du: null,
-          source: SOURCE,
-        },
-      };
     }
-    const { societes, dernierDpe, sources, donneesDu } = await construire(db, dataset, a.cle_ban, a.code_postal);
+    const { societes, dernierDpe, sources, donneesDu } = numero
+      ? await construire(db, dataset, a.cle_ban, a.code_postal)
+      : { societes: [], dernierDpe: null, sources: 0, donneesDu: null };
     if (dernierDpe === null && societes.length > 0) {
       limites.push('Aucun DPE connu à cette adresse : presente_avant_dernier_dpe est null.');
     }
@@ -475,7 +442,7 @@ export const societesCiviles = defineOperation({
         source: SOURCE,
       },
     };
-  },
+  }),
 });
 
 /** The company operations of this module, for the catalogue. */

@@ -1,4 +1,8 @@
+import { stat } from 'node:fs/promises';
 import type { Db } from '../../db/client.ts';
+
+/** The live data, or the frozen sandbox dataset that pk_test_ keys see. */
+export type Dataset = 'live' | 'sandbox';
 
 /** What every importer reports: rows read, kept, rejected with their reason, and lines of its own. */
 export interface ImportReport {
@@ -33,4 +37,48 @@ export class ImportError extends Error {
     super(message);
     this.name = 'ImportError';
   }
+}
+
+/** The options of an importer called from code: the dataset written (live by default) and its progress. */
+export interface DatasetImportOptions {
+  dataset?: Dataset;
+  onProgress?: (progress: { lus: number; gardes: number }) => void;
+}
+
+/** The CLI source of an importer that takes a dataset and a progress callback. */
+export function importSource(
+  name: string,
+  description: string,
+  importer: (db: Db, path: string, options: DatasetImportOptions) => Promise<ImportReport>,
+): ImportSource {
+  return {
+    name,
+    description,
+    run: (db, path, { sandbox, onProgress }) =>
+      importer(db, path, { dataset: sandbox ? 'sandbox' : 'live', onProgress }),
+  };
+}
+
+/** Rejected rows listed in a report at most; the count is always complete (`lus - gardes`). */
+export const MAX_REJETS_LISTES = 1000;
+
+export type Rejeter = (ligne: number, motif: string) => void;
+
+/** A fresh report of `source`, and the function that lists a rejected row in it. */
+export function nouveauRapport(source: string): { report: ImportReport; rejeter: Rejeter } {
+  const report: ImportReport = { source, lus: 0, gardes: 0, rejetes: [], details: [] };
+  return { report, rejeter: rejeteur(report) };
+}
+
+/** The function that lists a rejected row in `report`, up to MAX_REJETS_LISTES. */
+export function rejeteur(report: ImportReport): Rejeter {
+  return (ligne, motif) => {
+    if (report.rejetes.length < MAX_REJETS_LISTES) report.rejetes.push({ ligne, motif });
+  };
+}
+
+/** Throws an ImportError unless `file` is a readable file. */
+export async function exigerFichier(file: string): Promise<void> {
+  const info = await stat(file).catch(() => null);
+  if (!info?.isFile()) throw new ImportError(`fichier introuvable : ${file}`);
 }

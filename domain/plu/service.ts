@@ -3,6 +3,7 @@ import type { Db } from '../../db/client.ts';
 import type { Model } from '../../lib/model.ts';
 import type { OutboundHttp } from '../../lib/outbound-http.ts';
 import { findZoning, type ZoningResult } from '../urbanisme/zonage.ts';
+import { servedSource } from '../qualite.ts';
 import {
   readZoneRules,
   selectRules,
@@ -156,8 +157,16 @@ export async function readZone(
   return { documentSha256: document.sha256, zone, depuisCache: false };
 }
 
-/** Step 4: the task's result, and whether it is debited (nothing is debited when there was nothing to read). */
-export async function buildResult(
+/**
+ * Step 4: the task's result, and whether it is debited (nothing is debited when there was nothing to read). The
+ * zoning read is the live one: labelled as the demonstration while the live data is the generated territory.
+ */
+export async function buildResult(...args: Parameters<typeof resultOf>) {
+  const { debit, resultat } = await resultOf(...args);
+  return { debit, resultat: await servedSource(args[0], 'live', resultat) };
+}
+
+async function resultOf(
   db: Db,
   input: PluInput,
   lieu: LieuPlu,

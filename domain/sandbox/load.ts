@@ -1,12 +1,12 @@
-import { PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../qualite.ts';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Db, Queryable } from '../../db/client.ts';
-import type { ImportReport, ImportSource } from '../import/source.ts';
+import { transaction, type Db, type Queryable } from '../../db/client.ts';
+import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
 import { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
+import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../qualite.ts';
 import { generateSandbox, SANDBOX_SEED, type SandboxSource } from './generate.ts';
 
 /**
@@ -19,27 +19,79 @@ import { generateSandbox, SANDBOX_SEED, type SandboxSource } from './generate.ts
  *
  * Demonstration data in the live dataset must be labelled. The importers write no origin the read operations show
  * (each operation names its source as a constant: DVF, Sitadel…), so the load records the fact once, in the
- * `parametres` row PARAMETRE_DEMONSTRATION, and `servedSource` (domain/qualite.ts) gives the `source` an operation then shows.
+ * `parametres` row PARAMETRE_DEMONSTRATION, and `servedSource` (domain/qualite.ts) gives the `source` an operation then
+ * shows. It must never mix with real data: it is loaded only into live data that is empty or already the
+ * demonstration, and the first real import removes it (clearDemonstration).
  */
 
 export type SandboxDataset = 'sandbox' | 'live';
 
-/** What `qualite.source` (and any served `source`) should say of live data that is the demonstration data. */
-
-type Etape = { source: 'communes' | SandboxSource; module: string; export: string };
+/** An importer of the load, and the tables (each with a `dataset` column) it writes. */
+type Etape = { source: 'communes' | SandboxSource; module: string; export: string; tables: string[] };
 
 /** In import order: communes, then the BAN every other source attaches to. */
 const ETAPES: Etape[] = [
-  { source: 'communes', module: '../adresses/import-communes.ts', export: 'communesSource' },
-  { source: 'ban', module: '../adresses/import-ban.ts', export: 'banSource' },
-  { source: 'dvf', module: '../dvf/import.ts', export: 'dvfSource' },
-  { source: 'dpe', module: '../dpe/import.ts', export: 'dpeSource' },
-  { source: 'permis', module: '../urbanisme/import-permis.ts', export: 'permisSource' },
-  { source: 'sirene', module: '../entreprises/import-sirene.ts', export: 'sireneSource' },
-  { source: 'bodacc', module: '../entreprises/import-bodacc.ts', export: 'bodaccSource' },
-  { source: 'iris', module: '../territoire/import-iris.ts', export: 'irisSource' },
-  { source: 'gpu', module: '../urbanisme/zonage-import.ts', export: 'gpuSource' },
+  {
+    source: 'communes',
+    module: '../adresses/import-communes.ts',
+    export: 'communesSource',
+    tables: ['regions', 'departements', 'epci', 'communes'],
+  },
+  { source: 'ban', module: '../adresses/import-ban.ts', export: 'banSource', tables: ['adresses'] },
+  { source: 'dvf', module: '../dvf/import.ts', export: 'dvfSource', tables: ['dvf_mutations', 'dvf_millesimes'] },
+  { source: 'dpe', module: '../dpe/import.ts', export: 'dpeSource', tables: ['dpe', 'dpe_audits'] },
+  { source: 'permis', module: '../urbanisme/import-permis.ts', export: 'permisSource', tables: ['permis'] },
+  {
+    source: 'sirene',
+    module: '../entreprises/import-sirene.ts',
+    export: 'sireneSource',
+    tables: ['unites_legales', 'etablissements'],
+  },
+  { source: 'bodacc', module: '../entreprises/import-bodacc.ts', export: 'bodaccSource', tables: ['avis_bodacc'] },
+  { source: 'iris', module: '../territoire/import-iris.ts', export: 'irisSource', tables: ['iris'] },
+  {
+    source: 'gpu',
+    module: '../urbanisme/zonage-import.ts',
+    export: 'gpuSource',
+    tables: ['zones_urbanisme', 'documents_urbanisme'],
+  },
 ];
+
+/** What the live dataset holds: nothing, the demonstration territory, or real data. */
+export type LiveData = 'vide' | 'demonstration' | 'reelles';
+
+/** Whether the live dataset is empty (no row in any table the load writes), the demonstration, or real data. */
+export async function liveData(db: Queryable): Promise<LiveData> {
+  const { rows } = await db.query<{ demonstration: boolean; vide: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM parametres WHERE nom = $1) AS demonstration,
+            NOT (${ETAPES.flatMap((e) => e.tables)
+              .map((table) => `EXISTS (SELECT 1 FROM ${table} WHERE dataset = 'live')`)
+              .join(' OR ')}) AS vide`,
+    [PARAMETRE_DEMONSTRATION],
+  );
+  return rows[0].demonstration ? 'demonstration' : rows[0].vide ? 'vide' : 'reelles';
+}
+
+/**
+ * Removes the demonstration territory from the live dataset, if it is there: every live row the load wrote but the
+ * administrative split (communes, EPCI, départements, régions come from the npm packages: real data, kept), then the
+ * marker. Called before an import into the live data (scripts/import.ts), so real data never meets fictitious data.
+ * True when there was something to remove.
+ */
+export async function clearDemonstration(db: Db, log: (line: string) => void = () => {}): Promise<boolean> {
+  if ((await liveData(db)) !== 'demonstration') return false;
+  await transaction(db, async (client) => {
+    for (const table of ETAPES.filter((e) => e.source !== 'communes').flatMap((e) => e.tables)) {
+      await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
+    }
+    await client.query('DELETE FROM parametres WHERE nom = $1', [PARAMETRE_DEMONSTRATION]);
+  });
+  forgetServedSource(db);
+  log(
+    'Données de démonstration retirées des données live (communes et découpage administratif conservés) : elles ne seront plus rechargées.',
+  );
+  return true;
+}
 
 export interface SandboxImport {
   source: string;
@@ -83,13 +135,28 @@ async function communesPresentes(db: Queryable, dataset: SandboxDataset): Promis
 
 /**
  * Generates the sandbox with the fixed seed and imports it into `dataset` through every importer present. Throws
- * what an importer throws (a file it cannot read is a bug of the generator or of the importer, not of the data).
+ * what an importer throws (a file it cannot read is a bug of the generator or of the importer, not of the data), and
+ * an ImportError, before writing anything, when asked to load the live dataset while it holds real data.
  */
 export async function loadSandbox(
   db: Db,
   { dataset, log = () => {} }: { dataset: SandboxDataset; log?: (line: string) => void },
 ): Promise<SandboxLoadReport> {
   const report: SandboxLoadReport = { dataset, seed: SANDBOX_SEED, imports: [], ignorees: [], rejets: 0 };
+  if (dataset === 'live') {
+    if ((await liveData(db)) === 'reelles') {
+      throw new ImportError(
+        'les données live contiennent des données réelles : les données de démonstration n’y sont pas chargées.',
+      );
+    }
+    // Written first: a load cut short leaves labelled data, which the next load completes or an import removes.
+    await db.query(
+      `INSERT INTO parametres (nom, valeur) VALUES ($1, $2)
+       ON CONFLICT (nom) DO UPDATE SET valeur = excluded.valeur WHERE parametres.valeur <> excluded.valeur`,
+      [PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION],
+    );
+    forgetServedSource(db);
+  }
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-bac-a-sable-'));
   try {
     const fichiers = await generateSandbox(dir, { seed: SANDBOX_SEED });
@@ -122,13 +189,6 @@ export async function loadSandbox(
         });
         log(`${etape.source} ${nom} : ${r.lus} lus, ${r.gardes} gardés${rejets ? `, ${rejets} rejetés` : ''}`);
       }
-    }
-    if (dataset === 'live') {
-      await db.query(
-        `INSERT INTO parametres (nom, valeur) VALUES ($1, $2)
-         ON CONFLICT (nom) DO UPDATE SET valeur = excluded.valeur WHERE parametres.valeur <> excluded.valeur`,
-        [PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION],
-      );
     }
     return report;
   } finally {

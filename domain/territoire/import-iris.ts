@@ -1,17 +1,16 @@
 import proj4 from 'proj4';
 import type { Db } from '../../db/client.ts';
 import { isInseeCode } from '../communes.ts';
+import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
 import {
-  dedoublonner,
   exigerFichier,
-  ligneEcriture,
+  ImportError,
+  importSource,
   nouveauRapport,
-  upsert,
   type Dataset,
-  type Ecriture,
-  type Table,
-} from '../entreprises/import-commun.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+  type DatasetImportOptions,
+  type ImportReport,
+} from '../import/source.ts';
 import { areaM2, bboxOf, type Position, type ZoneGeometry } from '../urbanisme/zonage.ts';
 import { streamFeatureCollection, ZonageImportError } from '../urbanisme/zonage-import.ts';
 
@@ -44,6 +43,7 @@ const TABLE: Table = {
     ['aire_m2', 'float8'],
   ],
   cle: ['dataset', 'code'],
+  horodatage: 'maj_le',
 };
 
 const LAMBERT_93 =
@@ -115,11 +115,6 @@ function geometrieDe(geometry: unknown, reprojection: Reprojection): ZoneGeometr
   return g.type === 'Polygon' ? { type: 'Polygon', coordinates: lus[0] } : { type: 'MultiPolygon', coordinates: lus };
 }
 
-interface Lu {
-  ligne: number;
-  row: Record<string, unknown>;
-}
-
 function irisDe(feature: unknown, reprojection: Reprojection, dataset: Dataset, ligne: number): Lu | string {
   const f = feature as { type?: unknown; properties?: unknown; geometry?: unknown } | null;
   if (!f || f.type !== 'Feature') return 'élément autre qu’une Feature';
@@ -163,35 +158,21 @@ function irisDe(feature: unknown, reprojection: Reprojection, dataset: Dataset, 
   };
 }
 
-export interface IrisImportOptions {
-  dataset?: Dataset;
-  onProgress?: (progress: { lus: number; gardes: number }) => void;
-}
-
 /** Imports the IRIS outlines of a GeoJSON FeatureCollection into `dataset`; a bad feature is rejected with why. */
-export async function importIris(db: Db, file: string, options: IrisImportOptions = {}): Promise<ImportReport> {
+export async function importIris(db: Db, file: string, options: DatasetImportOptions = {}): Promise<ImportReport> {
   const dataset = options.dataset ?? 'live';
   await exigerFichier(file);
   const { report, rejeter } = nouveauRapport(file);
   let reprojection: Reprojection = null;
-  let lot: Lu[] = [];
-  const ecriture: Ecriture = { ajoutees: 0, modifiees: 0 };
   const communes = new Set<string>();
-
-  const flush = async () => {
-    if (lot.length === 0) return;
-    const uniques = dedoublonner(lot, (l) => l.row.code as string, rejeter);
-    report.gardes -= lot.length - uniques.length;
-    lot = [];
-    const e = await upsert(
-      db,
-      TABLE,
-      uniques.map((l) => l.row),
-    );
-    ecriture.ajoutees += e.ajoutees;
-    ecriture.modifiees += e.modifiees;
-    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-  };
+  const lots = upsertParLots<Lu>(db, {
+    table: TABLE,
+    taille: LOT,
+    cle: (l) => l.row.code as string,
+    report,
+    rejeter,
+    onProgress: options.onProgress,
+  });
 
   try {
     for await (const item of streamFeatureCollection(file)) {
@@ -200,36 +181,26 @@ export async function importIris(db: Db, file: string, options: IrisImportOption
         continue;
       }
       report.lus++;
-      if ('motif' in item) {
-        rejeter(item.ligne, item.motif);
-        continue;
-      }
-      const lu = irisDe(item.feature, reprojection, dataset, item.ligne);
+      const lu = 'motif' in item ? item.motif : irisDe(item.feature, reprojection, dataset, item.ligne);
       if (typeof lu === 'string') {
         rejeter(item.ligne, lu);
         continue;
       }
-      report.gardes++;
       communes.add(lu.row.insee as string);
-      lot.push(lu);
-      if (lot.length >= LOT) await flush();
+      await lots.garder(lu);
     }
   } catch (error) {
     if (error instanceof ZonageImportError) throw new ImportError(error.message);
     throw error;
   }
-  await flush();
-  report.rejetes.sort((a, b) => a.ligne - b.ligne);
+  const ecriture = await lots.terminer();
   report.details.push(ligneEcriture('IRIS', report.gardes, ecriture), `communes : ${communes.size}`);
-  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
   return report;
 }
 
 /** The `iris` source of the importers' CLI. */
-export const irisSource: ImportSource = {
-  name: 'iris',
-  description: 'contours IRIS (Insee/IGN) : GeoJSON FeatureCollection en WGS84 ou Lambert-93, codes texte ou entiers',
-  async run(db, chemin, { sandbox, onProgress }) {
-    return importIris(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
-  },
-};
+export const irisSource = importSource(
+  'iris',
+  'contours IRIS (Insee/IGN) : GeoJSON FeatureCollection en WGS84 ou Lambert-93, codes texte ou entiers',
+  importIris,
+);

@@ -1,23 +1,17 @@
 import type { Db } from '../../db/client.ts';
 import { isInseeCode } from '../communes.ts';
-import {
-  colonnesDe,
-  csvRecords,
-  dateIso,
-  dedoublonner,
-  exigerFichier,
-  ligneEcriture,
-  nombre,
-  nouveauRapport,
-  separateurDe,
-  texte,
-  upsert,
-  type Dataset,
-  type Ecriture,
-  type Table,
-} from '../entreprises/import-commun.ts';
 import { clesBan } from '../entreprises/rattachement.ts';
-import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { colonnesDe, csvRecords, dateIso, lecteurDe, lignesDeDonnees, nombre, separateurDe } from '../import/csv.ts';
+import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
+import {
+  exigerFichier,
+  ImportError,
+  importSource,
+  nouveauRapport,
+  type Dataset,
+  type DatasetImportOptions,
+  type ImportReport,
+} from '../import/source.ts';
 
 /**
  * Importer of the national permits database: the four CSV files of "Liste des permis de construire et autres
@@ -121,6 +115,7 @@ const TABLE: Table = {
     ['cle_ban', 'text'],
   ],
   cle: ['dataset', 'type', 'numero', 'source'],
+  horodatage: 'maj_le',
 };
 
 const ENTIERS: Array<[colonne: string, champ: string]> = [
@@ -173,11 +168,6 @@ export function parcelleSitadel(insee: string, section: string | null, numero: s
   const n = numero.trim().replace(/\s+/g, '');
   if (!/^[0-9A-Z]{1,2}$/.test(s) || !/^\d{1,4}$/.test(n) || Number(n) === 0) return null;
   return `${insee}000${s.padStart(2, '0')}${n.padStart(4, '0')}`;
-}
-
-interface Lu {
-  ligne: number;
-  row: Record<string, unknown>;
 }
 
 function permisDe(
@@ -301,112 +291,73 @@ function permisDe(
   return { ligne, row };
 }
 
-export interface PermisImportOptions {
-  dataset?: Dataset;
-  onProgress?: (progress: { lus: number; gardes: number }) => void;
-}
-
 /**
  * Imports one Sitadel file (housing, premises, demolition or development permits) into `dataset`. Throws ImportError
  * when the file is unusable as a whole (missing, no Sitadel header); a bad row is rejected with its reason and line.
  */
-export async function importPermis(db: Db, file: string, options: PermisImportOptions = {}): Promise<ImportReport> {
+export async function importPermis(db: Db, file: string, options: DatasetImportOptions = {}): Promise<ImportReport> {
   const dataset = options.dataset ?? 'live';
   await exigerFichier(file);
   const { report, rejeter } = nouveauRapport(file);
-  let colonnes: Map<string, number> | null = null;
-  let noms: string[] = [];
-  let source: Source | null = null;
-  let premiere: string[] | null = null;
-  let lot: Lu[] = [];
-  const ecriture: Ecriture = { ajoutees: 0, modifiees: 0 };
+  await using records = csvRecords(file, separateurDe);
+  const codes = (champs: string[]) => champs.map((c) => c.trim().toUpperCase());
+  const premiere = await records.next();
+  if (premiere.done) throw new ImportError(`${file} est vide : en-tête Sitadel attendu.`);
+  let noms = codes(premiere.value.champs);
+  let source = sourceDe(colonnesDe(noms));
+  if (source === null) {
+    // The DiDo export's line of long labels comes first; the codes follow.
+    const lu = premiere.value.champs.join(';').slice(0, 200);
+    const seconde = await records.next();
+    if (seconde.done) {
+      throw new ImportError(
+        `En-tête Sitadel attendu : COMM, NUM_DAU (ou NUM_PA, NUM_PD) et les colonnes de l’un des quatre fichiers. En-tête lu : ${lu}`,
+      );
+    }
+    noms = codes(seconde.value.champs);
+    source = sourceDe(colonnesDe(noms));
+    if (source === null) {
+      throw new ImportError(
+        `En-tête Sitadel attendu (liste des permis de construire et autres autorisations d’urbanisme, séparateur « ; ») : COMM et NUM_DAU avec NB_LGT_TOT_CREES (logements) ou SURF_LOC_CREEE (locaux), ou NUM_PA (permis d’aménager), ou NUM_PD (permis de démolir). En-tête lu : ${lu}`,
+      );
+    }
+  }
+  const colonnes = colonnesDe(noms);
   const ignorees = { parcelles: 0 };
   let physiques = 0;
   let rattaches = 0;
-
-  const flush = async () => {
-    if (lot.length === 0) return;
-    const uniques = dedoublonner(lot, (l) => `${l.row.type} ${l.row.numero}`, rejeter);
-    report.gardes -= lot.length - uniques.length;
-    lot = [];
-    const cles = await clesBan(
-      db,
-      dataset,
-      uniques.map((l) => ({
-        insee: l.row.insee as string,
-        codePostal: l.row.terrain_code_postal as string | null,
-        numero: l.row.terrain_numero as string | null,
-        voie: l.row.terrain_voie as string | null,
-      })),
-    );
-    uniques.forEach((l, i) => {
-      l.row.cle_ban = cles[i];
-      if (cles[i]) rattaches++;
-      if (l.row.demandeur_personne_physique) physiques++;
-    });
-    const e = await upsert(
-      db,
-      TABLE,
-      uniques.map((l) => l.row),
-    );
-    ecriture.ajoutees += e.ajoutees;
-    ecriture.modifiees += e.modifiees;
-    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-  };
-
-  for await (const { ligne, champs } of csvRecords(file, separateurDe)) {
-    if (colonnes === null) {
-      const candidates = colonnesDe(champs, 'majuscules');
-      source = sourceDe(candidates);
-      if (source !== null) {
-        colonnes = candidates;
-        noms = champs.map((c) => c.trim().toUpperCase());
-        continue;
-      }
-      // The DiDo export's line of long labels comes first; the codes follow.
-      if (premiere === null) {
-        premiere = champs;
-        continue;
-      }
-      throw new ImportError(
-        `En-tête Sitadel attendu (liste des permis de construire et autres autorisations d’urbanisme, séparateur « ; ») : COMM et NUM_DAU avec NB_LGT_TOT_CREES (logements) ou SURF_LOC_CREEE (locaux), ou NUM_PA (permis d’aménager), ou NUM_PD (permis de démolir). En-tête lu : ${(premiere ?? champs).join(';').slice(0, 200)}`,
+  const lots = upsertParLots<Lu>(db, {
+    table: TABLE,
+    taille: LOT,
+    cle: (l) => `${l.row.type} ${l.row.numero}`,
+    report,
+    rejeter,
+    onProgress: options.onProgress,
+    async completer(lot) {
+      const cles = await clesBan(
+        db,
+        dataset,
+        lot.map((l) => ({
+          insee: l.row.insee as string,
+          codePostal: l.row.terrain_code_postal as string | null,
+          numero: l.row.terrain_numero as string | null,
+          voie: l.row.terrain_voie as string | null,
+        })),
       );
-    }
-    if (champs.length === 1 && champs[0].trim() === '') continue;
-    report.lus++;
-    if (champs.length !== noms.length) {
-      rejeter(ligne, `${champs.length} colonnes au lieu de ${noms.length}`);
-      continue;
-    }
-    const c = colonnes;
-    const lu = permisDe(
-      (name) => {
-        const i = c.get(name);
-        return i === undefined ? null : texte(champs[i]);
-      },
-      noms,
-      source!,
-      dataset,
-      ligne,
-      ignorees,
-    );
-    if (typeof lu === 'string') {
-      rejeter(ligne, lu);
-      continue;
-    }
-    report.gardes++;
-    lot.push(lu);
-    if (lot.length >= LOT) await flush();
+      lot.forEach((l, i) => {
+        l.row.cle_ban = cles[i];
+        if (cles[i]) rattaches++;
+        if (l.row.demandeur_personne_physique) physiques++;
+      });
+    },
+  });
+
+  for await (const { ligne, champs } of lignesDeDonnees(records, noms.length, report, rejeter)) {
+    const lu = permisDe(lecteurDe(colonnes, champs), noms, source, dataset, ligne, ignorees);
+    if (typeof lu === 'string') rejeter(ligne, lu);
+    else await lots.garder(lu);
   }
-  if (colonnes === null) {
-    throw new ImportError(
-      premiere === null
-        ? `${file} est vide : en-tête Sitadel attendu.`
-        : `En-tête Sitadel attendu : COMM, NUM_DAU (ou NUM_PA, NUM_PD) et les colonnes de l’un des quatre fichiers. En-tête lu : ${premiere.join(';').slice(0, 200)}`,
-    );
-  }
-  await flush();
-  report.rejetes.sort((a, b) => a.ligne - b.ligne);
+  const ecriture = await lots.terminer();
   report.details.push(
     `fichier : ${source}`,
     ligneEcriture('autorisations', report.gardes, ecriture),
@@ -416,16 +367,12 @@ export async function importPermis(db: Db, file: string, options: PermisImportOp
   if (ignorees.parcelles > 0) {
     report.details.push(`références cadastrales ignorées (section ou numéro hors format) : ${ignorees.parcelles}`);
   }
-  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
   return report;
 }
 
 /** The `permis` source of the importers' CLI. */
-export const permisSource: ImportSource = {
-  name: 'permis',
-  description:
-    'autorisations d’urbanisme Sitadel (SDES) : fichier logements, locaux, permis de démolir ou permis d’aménager (CSV « ; »), ou .csv.gz',
-  async run(db, chemin, { sandbox, onProgress }) {
-    return importPermis(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
-  },
-};
+export const permisSource = importSource(
+  'permis',
+  'autorisations d’urbanisme Sitadel (SDES) : fichier logements, locaux, permis de démolir ou permis d’aménager (CSV « ; »), ou .csv.gz',
+  importPermis,
+);

@@ -1,16 +1,15 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
+import { adresseConnue } from '../adresses/resoudre.ts';
 import { defineOperation, type OperationContext } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
-import { drapeaux, QualiteSchema, servedSource, type Drapeau } from '../qualite.ts';
+import { drapeaux, QualiteSchema, servedFromDataset, type Dataset, type Drapeau } from '../qualite.ts';
 
 /**
  * permis_adresse: the authorisations of the national permits database (Sitadel) at a BAN number or on a cadastral
  * parcel, as imported by domain/urbanisme/import-permis.ts. Two paths, one tool: `/adresses/{cle_ban}/permis` and
  * `/parcelles/{id_parcelle}/permis` (variant `parcelle`).
  */
-
-type Dataset = 'live' | 'sandbox';
 
 /** Authorisations served at most, the newest first. */
 const MAX_PERMIS = 500;
@@ -355,8 +354,6 @@ function sortie(
   return { ...base, permis, qualite: qualiteDe(permis, rows.length > MAX_PERMIS, aujourdhui) };
 }
 
-const datasetOf = (ctx: OperationContext): Dataset => (ctx.caller.sandbox ? 'sandbox' : 'live');
-
 // ---------------------------------------------------------------------------------------------------------------------
 // Operations.
 // ---------------------------------------------------------------------------------------------------------------------
@@ -392,20 +389,9 @@ export const permisAdresse = defineOperation({
   summary: 'Autorisations d’urbanisme d’une adresse',
   errors: ['adresse_introuvable', 'ressource_absente'],
   input: AdresseInput,
-  async handler(entree, ctx) {
+  handler: servedFromDataset(async (entree, ctx, dataset) => {
     const db = ctx.services.db;
-    const dataset = datasetOf(ctx);
-    const { rows } = await db.query<{ cle_ban: string; type: string; insee: string; parcelles: string[] | null }>(
-      'SELECT cle_ban, type, insee, parcelles FROM adresses WHERE dataset = $1 AND cle_ban = $2',
-      [dataset, entree.cle_ban.trim().toLowerCase()],
-    );
-    const a = rows[0];
-    if (!a) {
-      throw new ApiError(
-        'adresse_introuvable',
-        `Aucune adresse de la Base Adresse Nationale n’a la clé « ${entree.cle_ban} » ; rien n’est débité.`,
-      );
-    }
+    const a = await adresseConnue(db, dataset, entree.cle_ban);
     if (a.type !== 'numero') {
       throw new ApiError(
         'ressource_absente',
@@ -414,12 +400,8 @@ export const permisAdresse = defineOperation({
     }
     const parcelles = a.parcelles ?? [];
     const lues = await lire(db, dataset, a.cle_ban, parcelles, entree.depuis ?? null);
-    return servedSource(
-      db,
-      dataset,
-      sortie({ cle_ban: a.cle_ban, id_parcelle: null, insee: a.insee, parcelles }, lues, aujourdHui(ctx)),
-    );
-  },
+    return sortie({ cle_ban: a.cle_ban, id_parcelle: null, insee: a.insee, parcelles }, lues, aujourdHui(ctx));
+  }),
 });
 
 export const permisParcelle = defineOperation({
@@ -428,24 +410,19 @@ export const permisParcelle = defineOperation({
   path: '/parcelles/{id_parcelle}/permis',
   summary: 'Autorisations d’urbanisme d’une parcelle',
   input: ParcelleInput,
-  async handler(entree, ctx) {
-    const dataset = datasetOf(ctx);
+  handler: servedFromDataset(async (entree, ctx, dataset) => {
     const lues = await lire(ctx.services.db, dataset, null, [entree.id_parcelle], null);
-    return servedSource(
-      ctx.services.db,
-      dataset,
-      sortie(
-        {
-          cle_ban: null,
-          id_parcelle: entree.id_parcelle,
-          insee: entree.id_parcelle.slice(0, 5),
-          parcelles: [entree.id_parcelle],
-        },
-        lues,
-        aujourdHui(ctx),
-      ),
+    return sortie(
+      {
+        cle_ban: null,
+        id_parcelle: entree.id_parcelle,
+        insee: entree.id_parcelle.slice(0, 5),
+        parcelles: [entree.id_parcelle],
+      },
+      lues,
+      aujourdHui(ctx),
     );
-  },
+  }),
 });
 
 /** The permit operations, for the catalogue. */

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../../domain/qualite.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import {
   hasPluData,
@@ -104,6 +105,22 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
     expect(none.credits.debites).toBe(0);
     const releve = await t.admin('GET', `/organisations/${org.id}/releve`);
     expect(releve.body.solde.restants).toBe(500);
+  });
+
+  it('says the zoning is the demonstration while the live data is the generated territory', async () => {
+    await t.db.query('INSERT INTO parametres (nom, valeur) VALUES ($1, $2)', [
+      PARAMETRE_DEMONSTRATION,
+      SOURCE_DEMONSTRATION,
+    ]);
+    forgetServedSource(t.db);
+    try {
+      const org = await t.organisation({ acces: 'usage' });
+      const none = (await post(org.cle, { ...POINTS.hors_zone, attendre: 60 })).json();
+      expect(none.resultat.qualite.source).toBe(SOURCE_DEMONSTRATION);
+    } finally {
+      await t.db.query('DELETE FROM parametres WHERE nom = $1', [PARAMETRE_DEMONSTRATION]);
+      forgetServedSource(t.db);
+    }
   });
 
   it('returns the same task for the same Idempotency-Key and body, 409 for another body', async () => {

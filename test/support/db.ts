@@ -4,8 +4,8 @@ import { inject } from 'vitest';
 import { createDb, type Db } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
 
-/** A fresh, migrated database of its own for one test file, dropped by `drop()`. */
-export async function createTestDb(): Promise<{ db: Db; url: string; drop(): Promise<void> }> {
+/** A fresh, migrated database of its own for one test file (up to the migration `until`), dropped by `drop()`. */
+export async function createTestDb(until?: string): Promise<{ db: Db; url: string; drop(): Promise<void> }> {
   const serverUrl = new URL(inject('databaseUrl'));
   const name = `svc_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl.toString() });
@@ -15,7 +15,7 @@ export async function createTestDb(): Promise<{ db: Db; url: string; drop(): Pro
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const db = createDb(url.toString(), 20);
-  await migrate(db);
+  await migrate(db, until);
   return {
     db,
     url: url.toString(),

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { banSource, importBan, splitCsvLine } from '../../../domain/adresses/import-ban.ts';
+import { banSource, importBan } from '../../../domain/adresses/import-ban.ts';
 import { analyser, resoudreAdresse, resoudreAdresseInverse, scorer } from '../../../domain/adresses/resoudre.ts';
 import { ImportError } from '../../../domain/import/source.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
@@ -287,10 +287,6 @@ describe('the BAN importer', () => {
     await expect(importBan(t.db, other)).rejects.toThrow(ImportError);
     await expect(importBan(t.db, other)).rejects.toThrow(/colonne\(s\) id, numero/);
     await expect(importBan(t.db, path.join(dir, 'absent.csv'))).rejects.toThrow(/introuvable/);
-  });
-
-  it('splits quoted fields', () => {
-    expect(splitCsvLine('a;"b;c";"d ""e""";')).toEqual(['a', 'b;c', 'd "e"', '']);
   });
 });
 

@@ -54,6 +54,12 @@ function mutation(m: {
 
 async function insererMutations(rows: unknown[][]) {
   for (const r of rows) {
+    // Written by hand: the vintage's partition first (the importer makes it otherwise).
+    const millesime = Number(r[2]);
+    await t.db.query(
+      `CREATE TABLE IF NOT EXISTS dvf_mutations_live_${millesime} PARTITION OF dvf_mutations
+         FOR VALUES FROM ('live', ${millesime}) TO ('live', ${millesime + 1})`,
+    );
     await t.db.query(
       `INSERT INTO dvf_mutations (dataset, id_mutation, format, date_mutation, millesime, nature, nature_libelle,
          valeur_fonciere, adresse_numero, code_voie, insee, departement, lat, lon, position_source, parcelles,

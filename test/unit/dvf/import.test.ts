@@ -28,13 +28,21 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+// A stored mutation as read: locaux and terrains are JSON text (db/migrations/013_dvf_partitions.sql).
+const ROW = '*, locaux::json AS locaux, terrains::json AS terrains';
+
 async function mutation(id: string, dataset = 'live') {
-  const { rows } = await db.query('SELECT * FROM dvf_mutations WHERE dataset = $1 AND id_mutation = $2', [dataset, id]);
+  const { rows } = await db.query(`SELECT ${ROW} FROM dvf_mutations WHERE dataset = $1 AND id_mutation = $2`, [
+    dataset,
+    id,
+  ]);
   return rows[0];
 }
 
 async function snapshot(dataset: string) {
-  const { rows } = await db.query(`SELECT * FROM dvf_mutations WHERE dataset = $1 ORDER BY id_mutation`, [dataset]);
+  const { rows } = await db.query(`SELECT ${ROW} FROM dvf_mutations WHERE dataset = $1 ORDER BY id_mutation`, [
+    dataset,
+  ]);
   return rows;
 }
 
@@ -147,7 +155,7 @@ describe('raw DGFiP file (2 500 rows, pipes, decimal commas, CRLF)', () => {
     // 5914P01|2015P00254: a dependency (lot 397) and a flat of 85 m² (lot 565, 4 rooms) at 1 rue de Normandie,
     // Mons-en-Barœul; the parcel has six other mutations in the sample.
     const { rows: mons } = await db.query(
-      `SELECT * FROM dvf_mutations
+      `SELECT ${ROW} FROM dvf_mutations
         WHERE dataset = 'sandbox' AND parcelles = ARRAY['59410000AI0150'] AND locaux::jsonb @> '[{"lots": [{"numero": "565"}]}]'`,
     );
     expect(mons).toHaveLength(1);
@@ -170,7 +178,7 @@ describe('raw DGFiP file (2 500 rows, pipes, decimal commas, CRLF)', () => {
     });
     // Carrez surfaces come with decimal commas (1,00 in this sample).
     const carrez = await db.query(
-      `SELECT l->>'carrez' AS carrez FROM dvf_mutations, json_array_elements(locaux) AS x(loc),
+      `SELECT l->>'carrez' AS carrez FROM dvf_mutations, json_array_elements(locaux::json) AS x(loc),
               json_array_elements(loc->'lots') AS l
         WHERE dataset = 'sandbox' AND l->>'carrez' IS NOT NULL LIMIT 1`,
     );
@@ -219,32 +227,39 @@ describe('rejections, split mutations, formats', () => {
     expect(await mutation('2022-1', 'sandbox')).toMatchObject({ prix_m2: 2500, motif: null });
   });
 
-  it('regroups a mutation whose lines are not consecutive, and quoted fields', async () => {
-    const file = path.join(dir, 'scindee.csv');
-    await writeFile(
-      file,
-      [
-        HEADER,
-        etalab({ id: '2023-A', type: 'Appartement', surface: '40', valeur: '300000', parcelle: '33001000AB0021' }),
-        etalab({ id: '2023-B', type: 'Maison', surface: '90', valeur: '180000', parcelle: '33001000AB0022' }),
-        etalab({ id: '2023-A', type: 'Appartement', surface: '60', valeur: '300000', parcelle: '33001000AB0023' }),
-        etalab({ id: '2023-C', type: 'Maison', surface: '80', valeur: '160000' }).replace(
-          'RUE DE TEST',
-          '"RUE DU ""TEST"", BIS"',
-        ),
-      ].join('\r\n'),
-    );
-    const report = await importDvf(db, file, { dataset: 'sandbox' });
-    expect(report).toMatchObject({ lus: 4, gardes: 4, scindees: 1, mutations: { lues: 3 } });
-    expect(await mutation('2023-A', 'sandbox')).toMatchObject({
-      nb_lignes: 2,
-      logements: 2,
-      surface_logements: 100,
-      prix_m2: 3000,
-      parcelles: ['33001000AB0021', '33001000AB0023'],
-    });
-    expect((await mutation('2023-C', 'sandbox')).adresse_voie).toBe('RUE DU "TEST", BIS');
-  });
+  // One reader meets 2023-B between the parts of 2023-A and regroups it by a second reading; with two, each reader
+  // has its own mutations, and 2023-A's lines may follow each other in its part.
+  it.each([1, 2])(
+    'regroups a mutation whose lines are not consecutive, and quoted fields (%i readers)',
+    async (lecteurs) => {
+      const file = path.join(dir, 'scindee.csv');
+      await writeFile(
+        file,
+        [
+          HEADER,
+          etalab({ id: '2023-A', type: 'Appartement', surface: '40', valeur: '300000', parcelle: '33001000AB0021' }),
+          etalab({ id: '2023-B', type: 'Maison', surface: '90', valeur: '180000', parcelle: '33001000AB0022' }),
+          etalab({ id: '2023-A', type: 'Appartement', surface: '60', valeur: '300000', parcelle: '33001000AB0023' }),
+          etalab({ id: '2023-C', type: 'Maison', surface: '80', valeur: '160000' }).replace(
+            'RUE DE TEST',
+            '"RUE DU ""TEST"", BIS"',
+          ),
+        ].join('\r\n'),
+      );
+      await db.query(`DELETE FROM dvf_mutations WHERE dataset = 'sandbox' AND id_mutation LIKE '2023-%'`);
+      const report = await importDvf(db, file, { dataset: 'sandbox', lecteurs });
+      expect(report).toMatchObject({ lus: 4, gardes: 4, mutations: { lues: 3, ajoutees: 3 } });
+      if (lecteurs === 1) expect(report.scindees).toBe(1);
+      expect(await mutation('2023-A', 'sandbox')).toMatchObject({
+        nb_lignes: 2,
+        logements: 2,
+        surface_logements: 100,
+        prix_m2: 3000,
+        parcelles: ['33001000AB0021', '33001000AB0023'],
+      });
+      expect((await mutation('2023-C', 'sandbox')).adresse_voie).toBe('RUE DU "TEST", BIS');
+    },
+  );
 
   it('counts a local once per subdivision, and equal locals beside one subdivision as several', async () => {
     const file = path.join(dir, 'produit.csv');
@@ -338,5 +353,87 @@ describe('rejections, split mutations, formats', () => {
     await expect(importDvf(db, file)).rejects.toThrow(ImportError);
     await expect(importDvf(db, file)).rejects.toThrow(/Format DVF non reconnu/);
     await expect(importDvf(db, path.join(dir, 'absent.csv'))).rejects.toThrow(/introuvable/);
+  });
+});
+
+describe('vintages', () => {
+  const partitions = async () =>
+    (
+      await db.query<{ nom: string; index: number }>(
+        `SELECT c.relname AS nom, (SELECT count(*)::int FROM pg_index x WHERE x.indrelid = c.oid) AS index
+           FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+          WHERE i.inhparent = 'dvf_mutations'::regclass AND c.relname LIKE 'dvf_mutations_live_201%'
+          ORDER BY 1`,
+      )
+    ).rows;
+
+  it('loads each vintage new to the dataset whole into its own indexed partition, then adds to it', async () => {
+    const file = path.join(dir, 'millesimes.csv');
+    await writeFile(
+      file,
+      [
+        HEADER,
+        etalab({ id: '2018-1', date: '2018-05-02', type: 'Maison', surface: '100', parcelle: '33001000AB0051' }),
+        etalab({ id: '2019-1', date: '2019-06-03', type: 'Maison', surface: '90', parcelle: '33001000AB0052' }),
+        etalab({ id: '2018-2', date: '2018-07-04', type: 'Maison', surface: '80', parcelle: '33001000AB0053' }),
+        // A second part of 2019-1, further on: regrouped, written once.
+        etalab({ id: '2019-1', date: '2019-06-03', type: 'Maison', surface: '90', parcelle: '33001000AB0054' }),
+      ].join('\n'),
+    );
+    const report = await importDvf(db, file);
+    expect(report).toMatchObject({ scindees: 1, millesimes: [2018, 2019] });
+    expect(report.mutations).toEqual({ lues: 3, ajoutees: 3, modifiees: 0, inchangees: 0 });
+    // The indexes of the table: primary key, commune and date, main parcel, parcels of multi-parcel mutations, BAN
+    // key, street number, position cell.
+    expect(await partitions()).toEqual([
+      { nom: 'dvf_mutations_live_2018', index: 7 },
+      { nom: 'dvf_mutations_live_2019', index: 7 },
+    ]);
+    expect(await mutation('2019-1')).toMatchObject({ nb_lignes: 2, parcelles: ['33001000AB0052', '33001000AB0054'] });
+
+    // A vintage already there takes new mutations in place; a new one gets its partition.
+    await writeFile(
+      file,
+      [
+        HEADER,
+        etalab({ id: '2018-3', date: '2018-09-05', type: 'Maison', surface: '70', parcelle: '33001000AB0055' }),
+        etalab({ id: '2017-1', date: '2017-01-06', type: 'Maison', surface: '60', parcelle: '33001000AB0056' }),
+      ].join('\n'),
+    );
+    expect((await importDvf(db, file)).mutations).toEqual({ lues: 2, ajoutees: 2, modifiees: 0, inchangees: 0 });
+    expect((await partitions()).map((p) => p.nom)).toEqual([
+      'dvf_mutations_live_2017',
+      'dvf_mutations_live_2018',
+      'dvf_mutations_live_2019',
+    ]);
+    const { rows } = await db.query(
+      `SELECT millesime, count(*)::int AS n FROM dvf_mutations WHERE dataset = 'live' AND millesime < 2020
+        GROUP BY 1 ORDER BY 1`,
+    );
+    expect(rows).toEqual([
+      { millesime: 2017, n: 1 },
+      { millesime: 2018, n: 3 },
+      { millesime: 2019, n: 1 },
+    ]);
+  });
+
+  it('leaves nothing of a new vintage when the import fails', async () => {
+    const file = path.join(dir, 'echec.csv');
+    await writeFile(
+      file,
+      [
+        HEADER,
+        etalab({ id: '2015-1', date: '2015-03-02', type: 'Maison', surface: '100', parcelle: '33001000AB0061' }),
+        // Over what numeric(15, 2) holds: the database refuses the batch.
+        etalab({ id: '2016-1', date: '2016-03-02', valeur: '1e15', parcelle: '33001000AB0062' }),
+      ].join('\n'),
+    );
+    await expect(importDvf(db, file)).rejects.toThrow(/numeric field overflow/);
+    const { rows } = await db.query(
+      `SELECT relname FROM pg_class WHERE relname IN ('dvf_mutations_live_2015', 'dvf_mutations_live_2016')`,
+    );
+    expect(rows).toEqual([]);
+    const count = await db.query(`SELECT count(*)::int AS n FROM dvf_mutations WHERE millesime IN (2015, 2016)`);
+    expect(count.rows).toEqual([{ n: 0 }]);
   });
 });

@@ -253,6 +253,16 @@ describe('ventes_adresse', () => {
     expect(body.limites.length).toBeGreaterThan(0);
   });
 
+  it.skipIf(!hasAbzac)(`finds a sale by any of its parcels, not only its main one ${SKIP}`, async () => {
+    // 2021-538235 sold five parcels of section ZI; its main parcel is one of them.
+    const ids = ['33001000ZI0113', '33001000ZI0117', '33001000ZI0118', '33001000ZI0253', '33001000ZI0415'];
+    for (const id of ids) {
+      const res = await get(`/parcelles/${id}/ventes`);
+      expect(res.statusCode, id).toBe(200);
+      expect(res.json().mutations.map((m: { id_mutation: string }) => m.id_mutation)).toContain('2021-538235');
+    }
+  });
+
   it.skipIf(!hasAbzac)(`answers 404 without debit for a parcel without sale ${SKIP}`, async () => {
     const before = await debits('ventes_adresse');
     const restants = (await t.admin('GET', `/organisations/${org.id}/releve?limite=1`)).body.solde.restants;

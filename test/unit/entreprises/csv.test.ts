@@ -3,7 +3,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { csvRecords, dateIso, separateurDe } from '../../../domain/entreprises/import-commun.ts';
+import {
+  csvRecords,
+  dateIso,
+  lignesDeDonnees,
+  separateurDe,
+  splitCsvLine,
+  type CsvRecord,
+} from '../../../domain/import/csv.ts';
+import { nouveauRapport } from '../../../domain/import/source.ts';
 import { numeroDeclare, voieNormalisee } from '../../../domain/entreprises/rattachement.ts';
 
 let dir: string;
@@ -15,7 +23,7 @@ afterAll(async () => rm(dir, { recursive: true, force: true }));
 async function records(contenu: string | Buffer, nom = 'f.csv') {
   const file = path.join(dir, nom);
   await writeFile(file, contenu);
-  const out: Array<{ ligne: number; champs: string[] }> = [];
+  const out: CsvRecord[] = [];
   for await (const r of csvRecords(file, separateurDe)) out.push(r);
   return out;
 }
@@ -39,14 +47,41 @@ describe('CSV records', () => {
     ]);
   });
 
-  it('does not let a stray quote swallow the rest of the file', async () => {
-    const lignes = ['a;b', '1;12 "LES PINS', ...Array.from({ length: 600 }, (_, i) => `${i + 2};ok`)];
+  it('keeps a quote inside an unquoted field as it is', async () => {
+    expect(splitCsvLine('a;"b;c";"d ""e""";')).toEqual(['a', 'b;c', 'd "e"', '']);
+    const out = await records('a;b\n1;12 "LES PINS\n2;ok\n');
+    expect(out.map((r) => r.champs)).toEqual([
+      ['a', 'b'],
+      ['1', '12 "LES PINS'],
+      ['2', 'ok'],
+    ]);
+  });
+
+  it('does not let a quote that never closes swallow the rest of the file', async () => {
+    const long = 'x'.repeat(1000);
+    const lignes = ['a;b', '1;"12 LES PINS', ...Array.from({ length: 1100 }, (_, i) => `${i + 2};${long}`)];
     const out = await records(lignes.join('\n'));
-    expect(out).toHaveLength(602);
-    expect(out[1]).toEqual({ ligne: 2, champs: ['1', '12 LES PINS'] });
-    expect(out[601]).toEqual({ ligne: 602, champs: ['601', 'ok'] });
+    expect(out).toHaveLength(1102);
+    expect(out[1]).toEqual({ ligne: 2, champs: ['1', '12 LES PINS'], guillemetOuvert: true });
+    expect(out[1101]).toEqual({ ligne: 1102, champs: ['1101', long] });
     const fin = await records('a;b\n1;"ouvert\n2;x\n');
     expect(fin.map((r) => r.ligne)).toEqual([1, 2, 3]);
+  });
+
+  it('gives an importer the data rows: blank lines skipped, unreadable ones rejected with why', async () => {
+    const file = path.join(dir, 'donnees.csv');
+    await writeFile(file, 'a;b\n1;x\n\n2;y;z\n3;"ouvert\n');
+    const { report, rejeter } = nouveauRapport(file);
+    const lus: CsvRecord[] = [];
+    await using enregistrements = csvRecords(file, ';');
+    await enregistrements.next();
+    for await (const r of lignesDeDonnees(enregistrements, 2, report, rejeter)) lus.push(r);
+    expect(lus).toEqual([{ ligne: 2, champs: ['1', 'x'] }]);
+    expect(report.lus).toBe(3);
+    expect(report.rejetes).toEqual([
+      { ligne: 4, motif: '3 colonnes au lieu de 2' },
+      { ligne: 5, motif: 'guillemet non refermé : enregistrement illisible' },
+    ]);
   });
 });
 

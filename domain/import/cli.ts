@@ -1,0 +1,62 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { createDb, type Db } from '../../db/client.ts';
+import { connectDataDir } from '../../db/embedded.ts';
+import { migrate } from '../../db/migrate.ts';
+import { loadConfig } from '../../lib/config.ts';
+
+/**
+ * What the two CLIs that load data share (`npm run import`, `npm run sandbox`): their arguments and usage, the
+ * database they write into, and how an error ends them.
+ */
+
+/** Prints `usage`, after `message` (an error) when given, and exits: 1 on an error, 0 for --help. */
+export function sortirAvecUsage(usage: string, message?: string): never {
+  if (message) console.error(`Erreur : ${message}\n`);
+  console.error(usage);
+  process.exit(message ? 1 : 0);
+}
+
+/** The parsed command line; an argument it cannot parse, or `help`, prints `usage` and exits. */
+export function lireArguments<C extends ParseArgsConfig>(config: C, usage: string): ReturnType<typeof parseArgs<C>> {
+  let parsed: ReturnType<typeof parseArgs<C>>;
+  try {
+    parsed = parseArgs(config);
+  } catch (error) {
+    return sortirAvecUsage(usage, (error as Error).message);
+  }
+  if ((parsed.values as { help?: boolean }).help) sortirAvecUsage(usage);
+  return parsed;
+}
+
+/**
+ * Runs `work` on the database of DATABASE_URL, else on the embedded server of DATA_DIR (the running one, or one
+ * started for the time of the work), migrated first; the pool, and a server started here, end with it.
+ */
+export async function avecBaseDeDonnees<T>(work: (db: Db) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
+  const db = createDb(server.url, 4);
+  try {
+    await migrate(db);
+    return await work(db);
+  } finally {
+    await db.end().catch(() => {});
+    await server.stop().catch(() => {});
+  }
+}
+
+/** The exit code of a CLI's `main`: an error it expects (`connue`) is said as it is, any other after `interruption`. */
+export async function codeDeSortie(
+  main: () => Promise<number>,
+  interruption: string,
+  connue: (error: unknown) => error is Error,
+): Promise<number> {
+  try {
+    return await main();
+  } catch (error) {
+    console.error(
+      `Erreur : ${connue(error) ? error.message : `${interruption} : ${(error as Error).message ?? String(error)}`}`,
+    );
+    return 1;
+  }
+}

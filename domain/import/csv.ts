@@ -1,0 +1,244 @@
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { ImportReport, Rejeter } from './source.ts';
+
+/**
+ * The CSV reader of the importers (BAN, DPE, Sitadel, SIRENE, BODACC): a file, plain or gzipped, is read as a stream
+ * of records, chunk by chunk, so memory stays flat whatever its size. Fields follow RFC 4180: a field that starts
+ * with a quote is quoted, may hold separators, doubled quotes and line breaks (BODACC puts JSON with line breaks in
+ * its columns); a quote inside an unquoted field is kept as it is. A UTF-8 byte order mark and CRLF line ends are
+ * dropped.
+ */
+
+export interface CsvRecord {
+  /** The physical line the record starts on (1 = first line). */
+  ligne: number;
+  champs: string[];
+  /** The record is the first line alone of a quote that never closed (see MAX_ENREGISTREMENT). */
+  guillemetOuvert?: true;
+}
+
+/**
+ * Characters a quoted field may span before its opening quote is taken for a stray one: its line then comes alone,
+ * flagged, and the lines after it are read again, so one bad line never swallows the rest of the file.
+ */
+const MAX_ENREGISTREMENT = 1 << 20;
+
+/** The text of a (possibly gzipped) file, chunk by chunk, read only as fast as it is consumed. */
+async function* morceaux(file: string): AsyncGenerator<string> {
+  const head = Buffer.alloc(2);
+  const handle = await open(file, 'r');
+  try {
+    await handle.read(head, 0, 2, 0);
+  } finally {
+    await handle.close();
+  }
+  const raw = createReadStream(file, { highWaterMark: 1 << 20 });
+  let input: Readable = raw;
+  if (head[0] === 0x1f && head[1] === 0x8b) {
+    const gunzip = createGunzip();
+    raw.on('error', (error) => gunzip.destroy(error));
+    input = raw.pipe(gunzip);
+  }
+  input.setEncoding('utf8');
+  yield* input as AsyncIterable<string>;
+}
+
+/** A record being parsed: the fields done, the field under way, and whether a quote is open at the end of its text. */
+interface Analyse {
+  champs: string[];
+  champ: string;
+  guillemets: boolean;
+}
+
+/** Goes on parsing `text` into `a`. A quote opens a quoted field only as its first character. */
+function analyser(text: string, separator: string, a: Analyse): void {
+  let i = 0;
+  while (i < text.length) {
+    if (a.guillemets) {
+      const q = text.indexOf('"', i);
+      if (q === -1) {
+        a.champ += text.slice(i);
+        return;
+      }
+      a.champ += text.slice(i, q);
+      if (text[q + 1] === '"') {
+        a.champ += '"';
+        i = q + 2;
+      } else {
+        a.guillemets = false;
+        i = q + 1;
+      }
+      continue;
+    }
+    const ch = text[i++];
+    if (ch === '"' && a.champ.length === 0) a.guillemets = true;
+    else if (ch === separator) {
+      a.champs.push(a.champ);
+      a.champ = '';
+    } else a.champ += ch;
+  }
+}
+
+/** Fields of one CSV line or record (a quote left open runs to its end). */
+export function splitCsvLine(text: string, separator = ';'): string[] {
+  if (!text.includes('"')) return text.split(separator);
+  const a: Analyse = { champs: [], champ: '', guillemets: false };
+  analyser(text, separator, a);
+  a.champs.push(a.champ);
+  return a.champs;
+}
+
+/**
+ * The records of a CSV file. `separator` is the separator, or a function that tells it from the first line. Lines
+ * without quotes take a fast path (a plain split), which is nearly all of them in the SIRENE and Sitadel files.
+ */
+export async function* csvRecords(
+  file: string,
+  separator: string | ((firstLine: string) => string),
+): AsyncGenerator<CsvRecord> {
+  let sep = typeof separator === 'string' ? separator : '';
+  // The record still open: its lines with their numbers (read again if its quote never closes), their length.
+  let ouvert: { lignes: Array<[number, string]>; taille: number; analyse: Analyse } | null = null;
+
+  const lire = function* (numero: number, line: string): Generator<CsvRecord> {
+    if (ouvert === null) {
+      if (!line.includes('"')) {
+        yield { ligne: numero, champs: line.split(sep) };
+        return;
+      }
+      const analyse: Analyse = { champs: [], champ: '', guillemets: false };
+      analyser(line, sep, analyse);
+      if (analyse.guillemets) {
+        ouvert = { lignes: [[numero, line]], taille: line.length, analyse };
+        return;
+      }
+      analyse.champs.push(analyse.champ);
+      yield { ligne: numero, champs: analyse.champs };
+      return;
+    }
+    const { lignes, analyse } = ouvert;
+    lignes.push([numero, line]);
+    ouvert.taille += line.length + 1;
+    analyse.champ += '\n';
+    analyser(line, sep, analyse);
+    if (!analyse.guillemets) {
+      ouvert = null;
+      analyse.champs.push(analyse.champ);
+      yield { ligne: lignes[0][0], champs: analyse.champs };
+    } else if (ouvert.taille > MAX_ENREGISTREMENT) yield* abandonner();
+  };
+  // The open quote was a stray one: its line alone, then the lines after it read again.
+  const abandonner = function* (): Generator<CsvRecord> {
+    const [[debut, premiere], ...suivantes] = ouvert!.lignes;
+    ouvert = null;
+    yield { ligne: debut, champs: splitCsvLine(premiere, sep), guillemetOuvert: true };
+    for (const [numero, line] of suivantes) yield* lire(numero, line);
+  };
+
+  let n = 0;
+  const ligne = function* (raw: string): Generator<CsvRecord> {
+    n++;
+    let line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (n === 1) {
+      line = line.replace(/^\uFEFF/, '');
+      if (typeof separator !== 'string') sep = separator(line);
+    }
+    yield* lire(n, line);
+  };
+  let rest = '';
+  for await (const chunk of morceaux(file)) {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop()!;
+    for (const part of parts) yield* ligne(part);
+  }
+  if (rest.length > 0) yield* ligne(rest);
+  while (ouvert !== null) yield* abandonner();
+}
+
+/**
+ * The data records after a header `largeur` fields wide, as an importer reads them: blank lines skipped, every other
+ * counted in `report.lus`, and one that cannot be read (a quote never closed, another width) rejected.
+ */
+export async function* lignesDeDonnees(
+  records: AsyncIterable<CsvRecord>,
+  largeur: number,
+  report: ImportReport,
+  rejeter: Rejeter,
+): AsyncGenerator<CsvRecord> {
+  for await (const record of records) {
+    const { ligne, champs } = record;
+    if (!record.guillemetOuvert && champs.length === 1 && champs[0].trim() === '') continue;
+    report.lus++;
+    if (record.guillemetOuvert) rejeter(ligne, 'guillemet non refermé : enregistrement illisible');
+    else if (champs.length !== largeur) rejeter(ligne, `${champs.length} colonnes au lieu de ${largeur}`);
+    else yield record;
+  }
+}
+
+/** The separator a header line uses: the most frequent of `candidates` outside quotes (the first on a tie). */
+export function separateurDe(header: string, candidates = [';', ',', '\t', '|']): string {
+  const outside = header.replace(/"[^"]*"/g, '');
+  let best = candidates[0];
+  let most = -1;
+  for (const candidate of candidates) {
+    const count = outside.split(candidate).length - 1;
+    if (count > most) {
+      best = candidate;
+      most = count;
+    }
+  }
+  return best;
+}
+
+/** Columns of a header by name (trimmed; the first of a repeated name): name to index. */
+export function colonnesDe(champs: string[]): Map<string, number> {
+  const map = new Map<string, number>();
+  champs.forEach((name, i) => {
+    if (!map.has(name.trim())) map.set(name.trim(), i);
+  });
+  return map;
+}
+
+/** The fields of a record by column name: trimmed, null when empty or when the header has no such column. */
+export function lecteurDe(colonnes: Map<string, number>, champs: string[]): (name: string) => string | null {
+  return (name) => {
+    const i = colonnes.get(name);
+    return i === undefined ? null : texte(champs[i]);
+  };
+}
+
+/** A trimmed field, or null when empty. */
+export function texte(value: string | undefined | null): string | null {
+  const v = value?.trim();
+  return v ? v : null;
+}
+
+/** A number written with a dot or a decimal comma, or null; NaN when the field is not a number. */
+export function nombre(value: string | undefined | null): number | null {
+  const v = texte(value);
+  if (v === null) return null;
+  const n = Number(v.replace(/\s/g, '').replace(',', '.'));
+  return Number.isFinite(n) ? n : NaN;
+}
+
+/**
+ * A date as AAAA-MM-JJ from AAAA-MM-JJ (optionally followed by a time), JJ/MM/AAAA or AAAAMMJJ; null when empty,
+ * undefined when present but not a real date.
+ */
+export function dateIso(value: string | undefined | null): string | null | undefined {
+  const v = texte(value);
+  if (v === null) return null;
+  let y: string, m: string, d: string;
+  let match = /^(\d{4})-(\d{2})-(\d{2})(?:[T ][\d:.]+Z?)?$/.exec(v);
+  if (match) [, y, m, d] = match;
+  else if ((match = /^(\d{2})\/(\d{2})\/(\d{4})$/.exec(v))) [, d, m, y] = match;
+  else if ((match = /^(\d{4})(\d{2})(\d{2})$/.exec(v))) [, y, m, d] = match;
+  else return undefined;
+  const iso = `${y}-${m}-${d}`;
+  const date = new Date(`${iso}T00:00:00Z`);
+  if (Number.isNaN(date.getTime()) || !date.toISOString().startsWith(iso)) return undefined;
+  return iso;
+}
