@@ -17,6 +17,8 @@
 -- The primary key must hold the partition columns. The vintage is the year of the mutation, which Etalab's
 -- id_mutation starts with (2021-527101) and the importer's DGFiP ids too: an id stays in one vintage, so
 -- (dataset, id_mutation) stays unique. id_mutation comes first, for lookups by id.
+-- The dataset is a partition column, set when the table is made: given its collation on the table copied.
+ALTER TABLE dvf_mutations ALTER dataset TYPE text COLLATE "C";
 CREATE TABLE dvf_mutations_partitionnees (
   LIKE dvf_mutations INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMMENTS
 ) PARTITION BY RANGE (dataset, millesime);

@@ -8,6 +8,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import type { Connection, PoolClient, Submittable } from 'pg';
 import type { Db } from '../../db/client.ts';
 import { ImportError, type ImportSource } from '../import/source.ts';
+import { COPY_BINARY_HEADER, COPY_BINARY_TRAILER, CopyBinaryWriter } from '../../lib/copy-binary.ts';
 
 /**
  * Importer of DVF sales: the Etalab "DVF géolocalisées" CSV (comma, 40 columns) and the raw DGFiP file (`|`, decimal
@@ -1053,49 +1054,65 @@ const NOMS = COLONNES.map(([name]) => name);
 // Kept by an update when the file has no position: the BAN number's position found since.
 const POSITION = new Set(['lat', 'lon']);
 
-const SPECIAL = /[\\\t\n\r]/;
-function esc(text: string): string {
-  if (!SPECIAL.test(text)) return text;
-  return text.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
-}
+/** How each column of COLONNES is written in COPY's binary format, from the mutation's field of the same name. */
+const ENCODEURS = COLONNES.map(([name, type]): ((w: CopyBinaryWriter, m: Mutation) => void) => {
+  switch (type) {
+    case 'text':
+      // locaux and terrains: JSON text (db/migrations/013_dvf_partitions.sql).
+      return (w, m) => {
+        const value = m[name];
+        w.text(value === null || typeof value === 'string' ? value : JSON.stringify(value));
+      };
+    case 'date':
+      return (w, m) => w.date(m[name] as string);
+    case 'smallint':
+      return (w, m) => w.int2(m[name] as number | null);
+    case 'integer':
+      return (w, m) => w.int4(m[name] as number | null);
+    case 'numeric(15,2)':
+      return (w, m) => w.numeric(m[name] as number | null, 2);
+    case 'double precision':
+      return (w, m) => w.float8(m[name] as number | null);
+    case 'text[]':
+      return (w, m) => w.textArray(m[name] as string[]);
+    case 'boolean':
+      return (w, m) => w.bool(m[name] as boolean);
+    default:
+      throw new Error(`type de colonne sans écriture binaire : ${type}`);
+  }
+});
 
-const t = (v: string | null) => (v === null ? '\\N' : esc(v));
-const n = (v: number | null) => (v === null ? '\\N' : String(v));
-const b = (v: boolean) => (v ? 't' : 'f');
-/** Parcel ids and local types are [0-9A-Za-z_] only (checked on reading): no quoting needed. */
-const plainArray = (values: string[]) => `{${values.join(',')}}`;
-const quotedArray = (values: string[]) => esc(`{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`);
+/** The columns of COLONNES of a mutation, in COPY's binary format (fields only, without a row's field count). */
+function encodeFields(w: CopyBinaryWriter, m: Mutation): void {
+  for (const encode of ENCODEURS) encode(w, m);
+}
 
 /**
- * The fingerprint of a COPY line: a re-import looks up the stored ones and writes only the mutations whose line
- * changed. 96 bits of SHA-1 (a collision would only leave one changed mutation unwritten, at odds of 2^-96), hashed
- * in one call: a third of the cost of a Hash object per line.
+ * The fingerprint of a mutation's encoded columns: a re-import looks up the stored ones and writes only the
+ * mutations whose columns changed. 96 bits of SHA-1 (a collision would only leave one changed mutation unwritten,
+ * at odds of 2^-96).
  */
-function empreinte(line: string): string {
-  return hash('sha1', line, 'base64url').slice(0, 16);
-}
-
-/** One line of COPY text format for a mutation: the columns of COLONNES, in order, without line end. */
-export function copyLine(m: Mutation): string {
-  const line =
-    `${esc(m.id_mutation)}\t${m.format}\t${m.date_mutation}\t${m.millesime}\t${m.nature}\t${esc(m.nature_libelle)}\t` +
-    `${n(m.valeur_fonciere)}\t${n(m.adresse_numero)}\t${t(m.adresse_suffixe)}\t${t(m.adresse_voie)}\t${t(m.code_voie)}\t` +
-    `${t(m.code_postal)}\t${m.insee}\t${t(m.commune)}\t${esc(m.departement)}\t${n(m.lat)}\t${n(m.lon)}\t` +
-    `${m.parcelle_principale}\t${plainArray(m.parcelles)}\t${quotedArray(m.volumes)}\t${m.nb_dispositions}\t` +
-    `${m.nb_lignes}\t${esc(JSON.stringify(m.locaux))}\t${esc(JSON.stringify(m.terrains))}\t${m.nombre_lots}\t` +
-    `${n(m.surface_terrain)}\t${plainArray(m.types_locaux)}\t${m.logements}\t${n(m.surface_logements)}\t` +
-    `${n(m.prix_m2)}\t${b(m.vente_en_bloc)}\t${b(m.avec_dependance)}\t${b(m.avec_local_pro)}\t` +
-    `${b(m.prix_atypique)}\t${b(m.surface_atypique)}\t${b(m.doublon_probable)}\t${t(m.motif)}`;
-  return line;
+function empreinte(fields: Uint8Array): string {
+  return hash('sha1', fields, 'base64url').slice(0, 16);
 }
 
 const STAGING = `CREATE TEMP TABLE dvf_lot (${COLONNES.map(([n, t]) => `${n} ${t}`).join(', ')}, empreinte text) ON COMMIT PRESERVE ROWS`;
 // New mutations go straight into the table (or a new vintage's own): the same columns, the dataset first, the
 // position's source and the fingerprint last.
 const copyInto = (table: string) =>
-  `COPY ${table} (dataset, ${NOMS.join(', ')}, position_source, empreinte) FROM STDIN`;
-/** A mutation's row of COPY_INTO data, line end included. */
-const copyRow = (dataset: Dataset, m: Staged) => `${dataset}\t${m.line}\t${m.situee ? 'dvf' : '\\N'}\t${m.empreinte}\n`;
+  `COPY ${table} (dataset, ${NOMS.join(', ')}, position_source, empreinte) FROM STDIN WITH (FORMAT binary)`;
+/** A row of copyInto: the dataset, the mutation's encoded columns (written by `fields`), its position's source, its
+ * fingerprint (of those columns); returns the fingerprint. */
+function writeRow(w: CopyBinaryWriter, dataset: Dataset, situee: boolean, fields: () => void): string {
+  w.row(COLONNES.length + 3);
+  w.text(dataset);
+  const start = w.end;
+  fields();
+  const fingerprint = empreinte(w.bytes.subarray(start, w.end));
+  w.text(situee ? 'dvf' : null);
+  w.text(fingerprint);
+  return fingerprint;
+}
 /** The partition of a vintage (db/migrations/013_dvf_partitions.sql). */
 const partition = (dataset: Dataset, millesime: number) => `dvf_mutations_${dataset}_${millesime}`;
 const COMPARES = NOMS.filter((n) => n !== 'id_mutation' && !POSITION.has(n));
@@ -1324,7 +1341,14 @@ type Writer = ReturnType<typeof createWriter>;
  * following batch.
  */
 function createWriter(db: Db, client: PoolClient, dataset: Dataset, attached: Set<number>, report: DvfImportReport) {
-  const row = (m: Staged) => copyRow(dataset, m);
+  /** COPY data of `rows`, with `write` for each. */
+  const copyData = (rows: Staged[], write: (w: CopyBinaryWriter, m: Staged) => void) => {
+    const w = new CopyBinaryWriter(rows.length * 1024);
+    w.raw(COPY_BINARY_HEADER);
+    for (const m of rows) write(w, m);
+    w.raw(COPY_BINARY_TRAILER);
+    return slices(w.take());
+  };
   /** Vintages new to the dataset, loaded into tables of their own until `attach()`. */
   const fresh = new Set<number>();
   let lookUp = false;
@@ -1345,7 +1369,12 @@ function createWriter(db: Db, client: PoolClient, dataset: Dataset, attached: Se
   };
 
   const writeKnown = async (batch: Staged[]) => {
-    const copyNew = (rows: Staged[]) => copyFrom(client, copyInto('dvf_mutations'), chunked(rows, row));
+    const copyNew = (rows: Staged[]) =>
+      copyFrom(
+        client,
+        copyInto('dvf_mutations'),
+        copyData(rows, (w, m) => writeRow(w, dataset, m.situee, () => w.raw(m.row))),
+      );
     if (!lookUp) {
       try {
         report.mutations.ajoutees += await copyNew(batch);
@@ -1378,8 +1407,12 @@ function createWriter(db: Db, client: PoolClient, dataset: Dataset, attached: Se
     await client.query('TRUNCATE pg_temp.dvf_lot');
     await copyFrom(
       client,
-      'COPY pg_temp.dvf_lot FROM STDIN',
-      chunked(changees, (m) => `${m.line}\t${m.empreinte}\n`),
+      'COPY pg_temp.dvf_lot FROM STDIN WITH (FORMAT binary)',
+      copyData(changees, (w, m) => {
+        w.row(COLONNES.length + 1);
+        w.raw(m.row);
+        w.text(m.empreinte);
+      }),
     );
     report.mutations.modifiees += await withNestedLoops(
       async () => (await client.query(MISE_A_JOUR, [dataset])).rowCount ?? 0,
@@ -1496,11 +1529,11 @@ function createWriter(db: Db, client: PoolClient, dataset: Dataset, attached: Se
   };
 }
 
-/** A mutation ready to be looked up and written: its id and vintage, its COPY line and the line's fingerprint. */
+/** A mutation ready to be looked up and written: its id and vintage, its encoded columns and their fingerprint. */
 interface Staged {
   id: string;
   millesime: number;
-  line: string;
+  row: Uint8Array;
   empreinte: string;
   situee: boolean;
 }
@@ -1534,13 +1567,11 @@ interface Transfert {
 
 /**
  * The batch a reader fills, for a dataset whose vintages `attached` are there already. A mutation of a new vintage
- * is written as COPY data straight into that vintage's buffer, in UTF-8, its fingerprint hashed from the bytes there
- * (the same as of the line: SHA-1 of its UTF-8): no line is kept, no string encoded twice. The others are kept one
- * by one.
+ * is written as binary COPY data straight into that vintage's buffer, its fingerprint hashed from its bytes there:
+ * nothing of it is kept but those bytes. The others are kept one by one, encoded.
  */
 function createBatch(dataset: Dataset, attached: Set<number>) {
-  const prefix = Buffer.from(`${dataset}\t`);
-  let buffers = new Map<number, { bytes: Buffer; end: number }>();
+  let writers = new Map<number, CopyBinaryWriter>();
   let connues: Staged[] = [];
   let size = 0;
   return {
@@ -1549,33 +1580,30 @@ function createBatch(dataset: Dataset, attached: Set<number>) {
     },
     add(m: Mutation) {
       size++;
-      const line = copyLine(m);
       const situee = m.lat !== null;
       if (attached.has(m.millesime)) {
-        connues.push({ id: m.id_mutation, millesime: m.millesime, line, situee, empreinte: empreinte(line) });
+        const w = new CopyBinaryWriter(1024);
+        encodeFields(w, m);
+        const row = w.take();
+        connues.push({ id: m.id_mutation, millesime: m.millesime, row, situee, empreinte: empreinte(row) });
         return;
       }
-      let b = buffers.get(m.millesime);
-      // A buffer of its own (not from Node's shared pool): its memory goes to the writer's thread.
-      if (!b) buffers.set(m.millesime, (b = { bytes: Buffer.allocUnsafeSlow(1 << 20), end: 0 }));
-      // UTF-8 takes at most 3 bytes per UTF-16 unit; the end of the row, fewer than 32.
-      const needed = b.end + prefix.length + line.length * 3 + 32;
-      if (needed > b.bytes.length) {
-        const larger = Buffer.allocUnsafeSlow(Math.max(b.bytes.length * 2, needed));
-        b.bytes.copy(larger, 0, 0, b.end);
-        b.bytes = larger;
+      let w = writers.get(m.millesime);
+      if (!w) {
+        writers.set(m.millesime, (w = new CopyBinaryWriter(1 << 20)));
+        w.raw(COPY_BINARY_HEADER);
       }
-      b.end += prefix.copy(b.bytes, b.end);
-      const start = b.end;
-      b.end += b.bytes.write(line, b.end);
-      const fingerprint = hash('sha1', b.bytes.subarray(start, b.end), 'base64url').slice(0, 16);
-      b.end += b.bytes.write(`\t${situee ? 'dvf' : '\\N'}\t${fingerprint}\n`, b.end, 'latin1');
+      const writer = w;
+      writeRow(writer, dataset, situee, () => encodeFields(writer, m));
     },
     /** The batch's transfer; the batch starts again empty. */
     take(oublier: string[] | undefined, lus: number, gardes: number): Transfert {
-      const nouvelles = [...buffers].map(([millesime, b]) => ({ millesime, copie: b.bytes.subarray(0, b.end) }));
+      const nouvelles = [...writers].map(([millesime, w]) => {
+        w.raw(COPY_BINARY_TRAILER);
+        return { millesime, copie: w.take() };
+      });
       const transfert = { nouvelles, connues, oublier, lus, gardes };
-      buffers = new Map();
+      writers = new Map();
       connues = [];
       size = 0;
       return transfert;
@@ -1857,19 +1885,6 @@ function* slices(bytes: Uint8Array): Generator<Buffer> {
   for (let start = 0; start < bytes.byteLength; start += 1 << 20) {
     yield Buffer.from(bytes.buffer, bytes.byteOffset + start, Math.min(1 << 20, bytes.byteLength - start));
   }
-}
-
-/** COPY data in chunks of about 1 MiB. */
-function* chunked<T>(items: T[], line: (item: T) => string): Generator<string> {
-  let chunk = '';
-  for (const item of items) {
-    chunk += line(item);
-    if (chunk.length >= 1 << 20) {
-      yield chunk;
-      chunk = '';
-    }
-  }
-  if (chunk) yield chunk;
 }
 
 /** The `dvf` source of the importers' CLI. */
