@@ -17,7 +17,7 @@ import path from 'node:path';
 import { createDb } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import type { OperationContext } from '../domain/catalogue.ts';
-import { copyFrom, importDvf, type DvfImportReport } from '../domain/dvf/import.ts';
+import { copyFrom, emptyDvf, importDvf, type DvfImportReport } from '../domain/dvf/import.ts';
 import { ventes } from '../domain/dvf/operations.ts';
 import { createCursors } from '../lib/cursor.ts';
 import { benchDatabase } from './database.ts';
@@ -309,10 +309,7 @@ try {
   // The limit, PostgreSQL's own COPY of the same rows as they are into a plain table, and the importer into an
   // empty dataset: RUNS of each, one after the other, each after a CHECKPOINT (the same start for both); the medians
   // are compared. Single runs on this machine vary by a third, with the disk's writes of the run before.
-  const emptyLive = async () => {
-    await db.query(`DELETE FROM dvf_millesimes WHERE dataset = 'live'`);
-    for (const { relname } of await livePartitions()) await db.query(`DROP TABLE ${relname}`);
-  };
+
   const copyRuns: Array<{ s: number; cpu: Cpu }> = [];
   const importRuns: Array<{ s: number; cpu: Cpu; report: DvfImportReport }> = [];
   let peakRss = 0;
@@ -341,7 +338,7 @@ try {
     } finally {
       client.release();
     }
-    await emptyLive();
+    await emptyDvf(db, 'live');
     await db.query('CHECKPOINT');
     t0 = performance.now();
     const before = cpu();

@@ -1320,6 +1320,20 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
   }
 }
 
+/**
+ * Empties the sales of `dataset`: its vintages' partitions dropped, so that the next import of each loads it whole
+ * again (the fast way), and its vintages forgotten.
+ */
+export async function emptyDvf(db: Pick<Db, 'query'>, dataset: Dataset): Promise<void> {
+  const { rows } = await db.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = 'dvf_mutations'::regclass AND c.relname LIKE $1`,
+    [`${partition(dataset, 0).slice(0, -1)}%`],
+  );
+  for (const { relname } of rows) await db.query(`DROP TABLE ${relname}`);
+  await db.query('DELETE FROM dvf_millesimes WHERE dataset = $1', [dataset]);
+}
+
 /** The vintages of `dataset` that have their partition. */
 async function attachedVintages(client: PoolClient, dataset: Dataset): Promise<Set<number>> {
   const { rows } = await client.query<{ relname: string }>(

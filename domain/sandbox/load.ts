@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { emptyDvf } from '../dvf/import.ts';
 import { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
 import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../qualite.ts';
 import { generateSandbox, SANDBOX_SEED, type SandboxSource } from './generate.ts';
@@ -57,6 +58,11 @@ const ETAPES: Etape[] = [
   },
 ];
 
+/** The tables the load writes, each with a `dataset` column. */
+export const TABLES_CHARGEES = ETAPES.flatMap((e) => e.tables);
+/** Those of the generated territory proper: the administrative split is real data, from the npm packages. */
+export const TABLES_DEMONSTRATION = ETAPES.filter((e) => e.source !== 'communes').flatMap((e) => e.tables);
+
 /** What the live dataset holds: nothing, the demonstration territory, or real data. */
 export type LiveData = 'vide' | 'demonstration' | 'reelles';
 
@@ -64,9 +70,9 @@ export type LiveData = 'vide' | 'demonstration' | 'reelles';
 export async function liveData(db: Queryable): Promise<LiveData> {
   const { rows } = await db.query<{ demonstration: boolean; vide: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM parametres WHERE nom = $1) AS demonstration,
-            NOT (${ETAPES.flatMap((e) => e.tables)
-              .map((table) => `EXISTS (SELECT 1 FROM ${table} WHERE dataset = 'live')`)
-              .join(' OR ')}) AS vide`,
+            NOT (${TABLES_CHARGEES.map((table) => `EXISTS (SELECT 1 FROM ${table} WHERE dataset = 'live')`).join(
+              ' OR ',
+            )}) AS vide`,
     [PARAMETRE_DEMONSTRATION],
   );
   return rows[0].demonstration ? 'demonstration' : rows[0].vide ? 'vide' : 'reelles';
@@ -81,7 +87,9 @@ export async function liveData(db: Queryable): Promise<LiveData> {
 export async function clearDemonstration(db: Db, log: (line: string) => void = () => {}): Promise<boolean> {
   if ((await liveData(db)) !== 'demonstration') return false;
   await transaction(db, async (client) => {
-    for (const table of ETAPES.filter((e) => e.source !== 'communes').flatMap((e) => e.tables)) {
+    // Sales: the demonstration's vintages dropped whole, for the real ones to be loaded the fast way.
+    await emptyDvf(client, 'live');
+    for (const table of ETAPES.filter((e) => e.source !== 'communes' && e.source !== 'dvf').flatMap((e) => e.tables)) {
       await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
     }
     await client.query('DELETE FROM parametres WHERE nom = $1', [PARAMETRE_DEMONSTRATION]);

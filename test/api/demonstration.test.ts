@@ -12,7 +12,7 @@ import { ventes, ventesAdresse, ventesMutation, ventesParcelle } from '../../dom
 import { societesCiviles } from '../../domain/entreprises/societes-civiles.ts';
 import { ImportError } from '../../domain/import/source.ts';
 import { forgetServedSource, SOURCE_DEMONSTRATION } from '../../domain/qualite.ts';
-import { clearDemonstration, liveData, loadSandbox } from '../../domain/sandbox/load.ts';
+import { clearDemonstration, liveData, loadSandbox, TABLES_DEMONSTRATION } from '../../domain/sandbox/load.ts';
 import { permisAdresse, permisParcelle } from '../../domain/urbanisme/permis.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { createCursors } from '../../lib/cursor.ts';
@@ -22,22 +22,6 @@ import { etalab, HEADER } from '../unit/dvf/fixtures.ts';
 
 // The generated territory loaded as the live data of the embedded default: every `qualite.source` a live key is
 // served says it is fictitious, the sandbox is served as it is, and the first real import takes it away.
-
-/** The tables of the generated territory, administrative split aside (real data from the npm packages). */
-const DEMO_TABLES = [
-  'adresses',
-  'dvf_mutations',
-  'dvf_millesimes',
-  'dpe',
-  'dpe_audits',
-  'permis',
-  'unites_legales',
-  'etablissements',
-  'avis_bodacc',
-  'iris',
-  'documents_urbanisme',
-  'zones_urbanisme',
-];
 
 /** Every `source` of a `qualite` block anywhere in a response: top level, items, groups. */
 function sourcesQualite(value: unknown): string[] {
@@ -51,7 +35,7 @@ function sourcesQualite(value: unknown): string[] {
 
 async function compte(db: Queryable, dataset: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const table of DEMO_TABLES) {
+  for (const table of TABLES_DEMONSTRATION) {
     const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE dataset = $1`, [
       dataset,
     ]);
@@ -227,8 +211,14 @@ describe('the first real import', () => {
     expect(await liveData(t.db)).toBe('reelles');
     const { rows } = await t.db.query(`SELECT id_mutation FROM dvf_mutations WHERE dataset = 'live' ORDER BY 1`);
     expect(rows.map((r) => r.id_mutation)).toEqual(['2022-REEL-1', '2022-REEL-2']);
+    // The demonstration's vintages were dropped whole: the real one was loaded into a partition of its own.
+    const { rows: partitions } = await t.db.query(
+      `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = 'dvf_mutations'::regclass AND c.relname LIKE 'dvf_mutations_live_%'`,
+    );
+    expect(partitions.map((p) => p.relname)).toEqual(['dvf_mutations_live_2022']);
     const restes = await compte(t.db, 'live');
-    for (const table of DEMO_TABLES.filter((x) => !x.startsWith('dvf_'))) expect(restes[table], table).toBe(0);
+    for (const table of TABLES_DEMONSTRATION.filter((x) => !x.startsWith('dvf_'))) expect(restes[table], table).toBe(0);
     // The administrative split is real data: kept.
     const { rows: communes } = await t.db.query(`SELECT count(*)::int AS n FROM communes WHERE dataset = 'live'`);
     expect(communes[0].n).toBeGreaterThan(30_000);

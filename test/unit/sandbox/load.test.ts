@@ -2,36 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../../db/client.ts';
 import { SANDBOX_COMMUNES } from '../../../domain/platform/sandbox.ts';
 import { FICTIF, SANDBOX_SOURCES } from '../../../domain/sandbox/generate.ts';
-import { loadSandbox, type SandboxLoadReport } from '../../../domain/sandbox/load.ts';
+import { loadSandbox, TABLES_CHARGEES, type SandboxLoadReport } from '../../../domain/sandbox/load.ts';
 import { PARAMETRE_DEMONSTRATION, servedSource, SOURCE_DEMONSTRATION } from '../../../domain/qualite.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 
 // The sandbox loaded through the real importers into a fresh database, then read back.
 
-/** The tables the importers write, each with a `dataset` column. */
-const TABLES = [
-  'regions',
-  'departements',
-  'epci',
-  'communes',
-  'adresses',
-  'dvf_mutations',
-  'dvf_millesimes',
-  'dpe',
-  'dpe_audits',
-  'permis',
-  'unites_legales',
-  'etablissements',
-  'avis_bodacc',
-  'iris',
-  'documents_urbanisme',
-  'zones_urbanisme',
-];
-
 /** Every row of the dataset, timestamps included: a rewrite of an unchanged row would show. */
 async function snapshot(db: Queryable, dataset: string): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
-  for (const table of TABLES) {
+  for (const table of TABLES_CHARGEES) {
     const { rows } = await db.query<{ r: string }>(
       `SELECT row_to_json(t)::text AS r FROM ${table} t WHERE dataset = $1 ORDER BY 1`,
       [dataset],
