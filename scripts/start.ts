@@ -105,7 +105,7 @@ Temporal UI  ${temporalUi ?? (config.TEMPORAL_ADDRESS ? `(serveur externe ${conf
 Admin        ${base}/admin/v1   (Authorization: Bearer <ADMIN_TOKEN>${!process.env.ADMIN_TOKEN ? `, jeton dans ${path.join(dataDir, 'admin-token')}` : ''})`);
 if (demonstration) {
   console.log(
-    `Données live : le territoire de démonstration, fictif (source « ${SOURCE_DEMONSTRATION} ») ; le premier import de données réelles (npm run import -- <source> <fichier>) le retire, redémarrez ensuite le service.`,
+    `Données live : le territoire de démonstration, fictif (source « ${SOURCE_DEMONSTRATION} ») ; le premier import de données réelles (npm run import -- <source> <fichier>) le retire, et le service le voit en quelques secondes.`,
   );
 }
 
