@@ -17,7 +17,7 @@ import path from 'node:path';
 import { createDb } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import type { OperationContext } from '../domain/catalogue.ts';
-import { copyFrom, emptyDvf, importDvf, type DvfImportReport } from '../domain/dvf/import.ts';
+import { copyFrom, emptyDvf, importDvf, vintagePartitions, type DvfImportReport } from '../domain/dvf/import.ts';
 import { ventes } from '../domain/dvf/operations.ts';
 import { createCursors } from '../lib/cursor.ts';
 import { benchDatabase } from './database.ts';
@@ -289,13 +289,6 @@ function cpu(from?: Cpu): Cpu {
 const cpuText = (c: Cpu) => `${c.node.toFixed(1)} s / ${c.pg === null ? 'n/a' : `${c.pg.toFixed(1)} s`}`;
 
 const db = createDb(database.url, 4);
-const livePartitions = async () =>
-  (
-    await db.query<{ relname: string }>(
-      `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-        WHERE i.inhparent = 'dvf_mutations'::regclass AND c.relname LIKE 'dvf_mutations_live_%'`,
-    )
-  ).rows;
 try {
   await migrate(db);
   const file = path.join(dir, 'dvf-bench.csv');
@@ -356,7 +349,7 @@ try {
   const againS = (performance.now() - t0) / 1000;
   againCpu = cpu(againCpu);
   // The same mutations into their vintages emptied, but attached with their indexes.
-  for (const { relname } of await livePartitions()) await db.query(`TRUNCATE ${relname}`);
+  for (const table of (await vintagePartitions(db, 'live')).values()) await db.query(`TRUNCATE ${table}`);
   t0 = performance.now();
   let inPlaceCpu = cpu();
   const inPlace = await importDvf(db, file);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/client.ts';
 import type { OperationContext } from './catalogue.ts';
+import type { Dataset } from './platform/sandbox.ts';
 
 /**
  * The `qualite` block of the overview (value-quality), shared by every operation that serves one: one schema, so the
@@ -46,9 +47,6 @@ export function drapeaux(flags: Iterable<Drapeau>): Drapeau[] {
 export const SOURCE_DEMONSTRATION = 'démonstration (données fictives)';
 /** The `parametres` row present while the live dataset holds the demonstration data. */
 export const PARAMETRE_DEMONSTRATION = 'donnees_live_demonstration';
-
-/** The data a read is served from: the frozen sandbox for a pk_test_ key, the live data otherwise. */
-export type Dataset = 'live' | 'sandbox';
 
 /**
  * How long the answer to "is the live data the demonstration?" is kept per database: one indexed read every few

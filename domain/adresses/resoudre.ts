@@ -3,7 +3,7 @@ import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
 import { ApiError } from '../errors.ts';
-import { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
+import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 
 /**
  * resoudre_adresse: geocoding over the address base (BAN numbers, streets, lieux-dits, communes) of the caller's
@@ -12,7 +12,6 @@ import { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
  * the nearest rows around a point through the earthdistance index.
  */
 
-type Dataset = 'live' | 'sandbox';
 type TypeAdresse = 'numero' | 'voie' | 'lieu_dit' | 'commune';
 
 // Streets, places and communes read before ranking: enough for the right one to be among them even when common

@@ -13,7 +13,8 @@ import {
 } from '../dvf/operations.ts';
 import { ApiError } from '../errors.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau, type Qualite } from '../qualite.ts';
-import { CLASSES, type Classe, type Dataset, type DpeRow, depuisWgs84, numeroDeCle, projectionOf } from './import.ts';
+import { CLASSES, type Classe, type DpeRow, depuisWgs84, numeroDeCle, projectionOf } from './import.ts';
+import type { Dataset } from '../platform/sandbox.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Rules, each stated once (the description quotes them).

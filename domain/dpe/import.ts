@@ -39,7 +39,6 @@ import {
  * COLONNES_DPE.
  */
 
-export type { Dataset };
 export const CLASSES = ['A', 'B', 'C', 'D', 'E', 'F', 'G'] as const;
 export type Classe = (typeof CLASSES)[number];
 

@@ -7,7 +7,7 @@ import { TextDecoder } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { Connection, PoolClient, Submittable } from 'pg';
 import type { Db } from '../../db/client.ts';
-import { ImportError, type ImportSource } from '../import/source.ts';
+import { ImportError, MAX_REJETS_LISTES, type Dataset, type ImportSource } from '../import/source.ts';
 import { COPY_BINARY_HEADER, COPY_BINARY_TRAILER, CopyBinaryWriter } from '../../lib/copy-binary.ts';
 
 /**
@@ -42,7 +42,6 @@ import { COPY_BINARY_HEADER, COPY_BINARY_TRAILER, CopyBinaryWriter } from '../..
  * - `motif`: the first reason why the price per m² should not be read as the price of one dwelling, or null.
  */
 
-export type Dataset = 'live' | 'sandbox';
 export type Nature = 'vente' | 'vefa' | 'terrain_a_batir' | 'adjudication' | 'echange' | 'expropriation';
 export type TypeLocal = 'maison' | 'appartement' | 'dependance' | 'local';
 
@@ -87,7 +86,6 @@ export function departementOf(insee: string): string {
   return insee.startsWith('97') ? insee.slice(0, 3) : insee.slice(0, 2);
 }
 
-const MAX_REJETS_LISTES = 1000;
 const MUTATIONS_PAR_LOT = 10_000;
 // Mutations whose lines are split in the file, regrouped by a second reading; beyond this, the file is not grouped.
 const MAX_SCINDEES = 200_000;
@@ -1268,7 +1266,7 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
     await client.query('SET synchronous_commit = off');
     await client.query('DROP TABLE IF EXISTS pg_temp.dvf_lot');
     await client.query(STAGING);
-    const attached = await attachedVintages(client, dataset);
+    const attached = new Set((await vintagePartitions(client, dataset)).keys());
     writer = createWriter(db, client, dataset, attached, report);
     const lecture = await readInWorkers(source, options.lecteurs ?? LECTEURS, dataset, attached, async (lot) => {
       if (lot.oublier) await writer!.forget(lot.oublier);
@@ -1320,28 +1318,27 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
   }
 }
 
+/** The attached partitions of `dataset`'s vintages: vintage → table name. */
+export async function vintagePartitions(db: Pick<Db, 'query'>, dataset: Dataset): Promise<Map<number, string>> {
+  const { rows } = await db.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = 'dvf_mutations'::regclass`,
+  );
+  const partitions = new Map<number, string>();
+  for (const { relname } of rows) {
+    const millesime = Number(relname.slice(relname.lastIndexOf('_') + 1));
+    if (relname === partition(dataset, millesime)) partitions.set(millesime, relname);
+  }
+  return partitions;
+}
+
 /**
  * Empties the sales of `dataset`: its vintages' partitions dropped, so that the next import of each loads it whole
  * again (the fast way), and its vintages forgotten.
  */
 export async function emptyDvf(db: Pick<Db, 'query'>, dataset: Dataset): Promise<void> {
-  const { rows } = await db.query<{ relname: string }>(
-    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-      WHERE i.inhparent = 'dvf_mutations'::regclass AND c.relname LIKE $1`,
-    [`${partition(dataset, 0).slice(0, -1)}%`],
-  );
-  for (const { relname } of rows) await db.query(`DROP TABLE ${relname}`);
+  for (const table of (await vintagePartitions(db, dataset)).values()) await db.query(`DROP TABLE ${table}`);
   await db.query('DELETE FROM dvf_millesimes WHERE dataset = $1', [dataset]);
-}
-
-/** The vintages of `dataset` that have their partition. */
-async function attachedVintages(client: PoolClient, dataset: Dataset): Promise<Set<number>> {
-  const { rows } = await client.query<{ relname: string }>(
-    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-      WHERE i.inhparent = 'dvf_mutations'::regclass`,
-  );
-  const prefix = partition(dataset, 0).slice(0, -1);
-  return new Set(rows.filter((r) => r.relname.startsWith(prefix)).map((r) => Number(r.relname.slice(prefix.length))));
 }
 
 type Writer = ReturnType<typeof createWriter>;

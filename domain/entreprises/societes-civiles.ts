@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { adresseConnue, plier } from '../adresses/resoudre.ts';
 import { defineOperation } from '../catalogue.ts';
-import { drapeaux, QualiteSchema, servedFromDataset, type Dataset, type Drapeau } from '../qualite.ts';
+import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
+import type { Dataset } from '../platform/sandbox.ts';
 
 /**
  * societes_civiles: the civil companies (legal category 65xx, 6540 SCI first) domiciled at a BAN number, from the

@@ -1,8 +1,9 @@
 import { stat } from 'node:fs/promises';
 import type { Db } from '../../db/client.ts';
 
-/** The live data, or the frozen sandbox dataset that pk_test_ keys see. */
-export type Dataset = 'live' | 'sandbox';
+import type { Dataset } from '../platform/sandbox.ts';
+
+export type { Dataset };
 
 /** What every importer reports: rows read, kept, rejected with their reason, and lines of its own. */
 export interface ImportReport {

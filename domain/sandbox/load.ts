@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
 import { emptyDvf } from '../dvf/import.ts';
-import { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
+import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../qualite.ts';
 import { generateSandbox, SANDBOX_SEED, type SandboxSource } from './generate.ts';
 
@@ -24,8 +24,6 @@ import { generateSandbox, SANDBOX_SEED, type SandboxSource } from './generate.ts
  * shows. It must never mix with real data: it is loaded only into live data that is empty or already the
  * demonstration, and the first real import removes it (clearDemonstration).
  */
-
-export type SandboxDataset = 'sandbox' | 'live';
 
 /** An importer of the load, and the tables (each with a `dataset` column) it writes. */
 type Etape = { source: 'communes' | SandboxSource; module: string; export: string; tables: string[] };
@@ -112,7 +110,7 @@ export interface SandboxImport {
 }
 
 export interface SandboxLoadReport {
-  dataset: SandboxDataset;
+  dataset: Dataset;
   seed: number;
   imports: SandboxImport[];
   /** Sources not loaded, and why (importer absent, communes already there). */
@@ -133,7 +131,7 @@ async function importeur(etape: Etape): Promise<ImportSource | string> {
 }
 
 /** Whether the dataset has the five communes of the sandbox. */
-async function communesPresentes(db: Queryable, dataset: SandboxDataset): Promise<boolean> {
+async function communesPresentes(db: Queryable, dataset: Dataset): Promise<boolean> {
   const { rows } = await db.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM communes WHERE dataset = $1 AND insee = ANY($2::text[])',
     [dataset, [...SANDBOX_COMMUNES]],
@@ -148,7 +146,7 @@ async function communesPresentes(db: Queryable, dataset: SandboxDataset): Promis
  */
 export async function loadSandbox(
   db: Db,
-  { dataset, log = () => {} }: { dataset: SandboxDataset; log?: (line: string) => void },
+  { dataset, log = () => {} }: { dataset: Dataset; log?: (line: string) => void },
 ): Promise<SandboxLoadReport> {
   const report: SandboxLoadReport = { dataset, seed: SANDBOX_SEED, imports: [], ignorees: [], rejets: 0 };
   if (dataset === 'live') {

@@ -3,7 +3,8 @@ import type { Queryable } from '../../db/client.ts';
 import { adresseConnue } from '../adresses/resoudre.ts';
 import { defineOperation, type OperationContext } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
-import { drapeaux, QualiteSchema, servedFromDataset, type Dataset, type Drapeau } from '../qualite.ts';
+import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
+import type { Dataset } from '../platform/sandbox.ts';
 
 /**
  * permis_adresse: the authorisations of the national permits database (Sitadel) at a BAN number or on a cadastral

@@ -1,4 +1,4 @@
-import type { ImportSource } from '../import/source.ts';
+import { MAX_REJETS_LISTES, type Dataset, type ImportSource } from '../import/source.ts';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open as openFile, readdir, readFile, stat } from 'node:fs/promises';
@@ -16,7 +16,6 @@ import {
   pageOfReference,
   sirenOfIdurba,
   typeDocument,
-  type Dataset,
   type Position,
   type ZoneGeometry,
 } from './zonage.ts';
@@ -70,7 +69,6 @@ export interface ZonageImportReport {
   zones: { ajoutees: number; modifiees: number; inchangees: number; supprimees: number };
 }
 
-const MAX_REJETS_LISTES = 1000;
 // Bounds a batch by the size of its outlines too: one parameter of a few megabytes at most.
 const MAX_OCTETS_PAR_LOT = 8_000_000;
 // Zones of a dataset are merged one import at a time.

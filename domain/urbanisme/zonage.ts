@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/client.ts';
+import type { Dataset } from '../platform/sandbox.ts';
 
 /** Which data a query reads: the live import or the frozen sandbox (pk_test_ keys). */
-export type Dataset = 'live' | 'sandbox';
 
 /** [longitude, latitude] in WGS84 degrees (extra ordinates, e.g. Z, are ignored). */
 export type Position = number[];
