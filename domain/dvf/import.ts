@@ -291,11 +291,15 @@ interface Format {
   libelle: string;
   champs: number;
   split(line: string): string[] | null;
+  /** The byte between fields: ',' or '|'. */
+  separateur: number;
+  /** Whether fields may be quoted (RFC 4180), and so hold the separator or an end of line. */
+  guillemets: boolean;
   /**
-   * What decides which reader parses a line, read from the line as cheaply as can be: the same for every line of a
-   * mutation (a part of its grouping key), and something for any line, so that one reader has it.
+   * The fields that decide which reader parses a line (Part), in increasing order: a part of the grouping key, the
+   * same for every line of a mutation, and there on any line, so that one reader has it.
    */
-  owner(line: string): string;
+  proprietaire: number[];
   parse(f: string[], ligne: number): Ligne;
 }
 
@@ -376,12 +380,9 @@ function etalabFormat(header: string[]): Format {
     libelle: `DVF géolocalisées (Etalab, CSV, ${header.length} colonnes)`,
     champs: header.length,
     split: splitCsv,
-    // The id. When it is the first field and not quoted: the characters before the first comma, without splitting.
-    owner(line) {
-      if (i.id !== 0 || line.startsWith('"')) return (splitCsv(line)?.[i.id] ?? line).trim();
-      const end = line.indexOf(',');
-      return (end < 0 ? line : line.slice(0, end)).trim();
-    },
+    separateur: 0x2c,
+    guillemets: true,
+    proprietaire: [i.id],
     parse(f, ligne) {
       const idMutation = (f[i.id] ?? '').trim();
       if (!idMutation) throw new Rejet('id_mutation absent');
@@ -490,10 +491,9 @@ function dgfipFormat(header: string[]): Format {
     libelle: `fichier DGFiP brut (séparateur |, ${header.length} colonnes, en-tête « ${header[0]}|… »)`,
     champs: header.length,
     split: (line) => line.split('|'),
-    owner: (line) => {
-      const f = line.split('|');
-      return `${(at(f, 'date') ?? '').trim()}|${(at(f, 'valeur') ?? '').trim()}`;
-    },
+    separateur: 0x7c,
+    guillemets: false,
+    proprietaire: [col.date, col.valeur].sort((a, b) => a - b),
     parse(f, ligne) {
       const dep = (at(f, 'departement') ?? '').trim().toUpperCase();
       const code = (at(f, 'code_commune') ?? '').trim();
@@ -570,88 +570,125 @@ function formatOf(header: string): Format {
 // Reading: lines in constant memory, UTF-8 or Windows-1252, LF or CRLF.
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** The file's lines, chunk by chunk (one array per read), with their 1-based number. */
-async function* readLines(file: string): AsyncGenerator<{ first: number; lines: string[] }> {
-  const stream = createReadStream(file, { highWaterMark: 1 << 20 });
-  let decoder: TextDecoder | null = null;
-  let rest = '';
-  let number = 1;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    if (!decoder) {
-      // Older DGFiP files are in Windows-1252; checked on whole lines so that a cut character is not taken for one.
-      const end = chunk.lastIndexOf(10);
-      decoder = new TextDecoder(isUtf8(end > 0 ? chunk.subarray(0, end) : chunk) ? 'utf-8' : 'windows-1252');
-    }
-    const text = rest + decoder.decode(chunk, { stream: true });
-    const lines = text.split('\n');
-    rest = lines.pop()!;
-    for (let i = 0; i < lines.length; i++) {
-      const l = lines[i];
-      if (l.charCodeAt(l.length - 1) === 13) lines[i] = l.slice(0, -1);
-    }
-    yield { first: number, lines };
-    number += lines.length;
+/** The file's bytes in chunks of whole lines (the last one may lack its end of line). */
+async function* wholeLines(file: string): AsyncGenerator<Buffer> {
+  let rest: Buffer | null = null;
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    const bytes: Buffer = rest ? Buffer.concat([rest, chunk]) : chunk;
+    const end: number = bytes.lastIndexOf(10) + 1;
+    rest = end < bytes.length ? bytes.subarray(end) : null;
+    if (end > 0) yield bytes.subarray(0, end);
   }
-  rest += decoder?.decode() ?? '';
-  if (rest.endsWith('\r')) rest = rest.slice(0, -1);
-  if (rest) yield { first: number, lines: [rest] };
+  if (rest) yield rest;
 }
 
 /**
- * Which lines a reader parses: readers split a file's lines between them by the hash of their owner key
- * (Format.owner), so that all the lines of a mutation go to the same reader and each line to exactly one.
+ * Which lines a reader parses: readers split a file's lines between them by the hash of their owner fields
+ * (Format.proprietaire), so that all the lines of a mutation go to the same reader and each line to exactly one.
  */
 interface Part {
   index: number;
   of: number;
 }
 
-/** FNV-1a: a cheap, well-spread hash of an owner key. */
-function fnv(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+const FNV_BASE = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const isSpace = (byte: number) => byte === 0x20 || (byte >= 0x09 && byte <= 0x0d);
+
+/**
+ * FNV-1a (a cheap, well-spread hash) of a line's owner fields (Format.proprietaire), trimmed, joined by '|', read
+ * from its bytes without decoding them: the same value as `ownerOfFields` for a line without quotes.
+ */
+function ownerHash(bytes: Uint8Array, start: number, end: number, format: Format): number {
+  const owners = format.proprietaire;
+  let h = FNV_BASE;
+  let wanted = 0;
+  let field = 0;
+  let fieldStart = start;
+  for (let i = start; i <= end && wanted < owners.length; i++) {
+    if (i < end && bytes[i] !== format.separateur) continue;
+    if (field === owners[wanted]) {
+      if (wanted > 0) h = Math.imul(h ^ 0x7c, FNV_PRIME);
+      let s = fieldStart;
+      let e = i;
+      while (s < e && isSpace(bytes[s])) s++;
+      while (e > s && isSpace(bytes[e - 1])) e--;
+      for (let k = s; k < e; k++) h = Math.imul(h ^ bytes[k], FNV_PRIME);
+      wanted++;
+    }
+    field++;
+    fieldStart = i + 1;
+  }
+  // Owner fields past the end of the line are empty.
+  for (; wanted < owners.length; wanted++) if (wanted > 0) h = Math.imul(h ^ 0x7c, FNV_PRIME);
+  return h >>> 0;
+}
+
+/** The same hash from a line's fields (for a line with quotes: its fields are known only once it is split). */
+function ownerOfFields(fields: string[], format: Format): number {
+  const owner = Buffer.from(format.proprietaire.map((i) => (fields[i] ?? '').trim()).join('|'));
+  let h = FNV_BASE;
+  for (const byte of owner) h = Math.imul(h ^ byte, FNV_PRIME);
   return h >>> 0;
 }
 
 /**
  * Parsed lines of the file that are this reader's part, in order, with the header's format; quoted CSV fields
- * spanning lines are joined, blank lines skipped, bad lines given as rejections.
+ * spanning lines are joined, blank lines skipped, bad lines given as rejections. Lines are found in the file's bytes
+ * and only this reader's are decoded: the lines of the other readers cost a search for their end and a hash.
  */
 async function* parsedLines(
   file: string,
   onFormat: (format: Format) => void,
   part: Part,
 ): AsyncGenerator<Array<Ligne | { ligne: number; motif: string }>> {
-  const mine = (line: string) => part.of === 1 || fnv(format!.owner(line)) % part.of === part.index;
   let format: Format | null = null;
-  let pending = '';
+  let decoder: TextDecoder | null = null;
+  let pending: string | null = null;
   let pendingLine = 0;
-  for await (const { first, lines } of readLines(file)) {
+  let number = 0;
+  for await (const bytes of wholeLines(file)) {
+    // Older DGFiP files are in Windows-1252; checked on the first chunk of whole lines.
+    decoder ??= new TextDecoder(isUtf8(bytes) ? 'utf-8' : 'windows-1252');
+    const text = (start: number, end: number) =>
+      decoder!.encoding === 'utf-8' ? bytes.toString('utf8', start, end) : decoder!.decode(bytes.subarray(start, end));
     const out: Array<Ligne | { ligne: number; motif: string }> = [];
-    for (let i = 0; i < lines.length; i++) {
-      const number = first + i;
+    let quote = bytes.indexOf(0x22);
+    for (let start = 0, next = 0; start < bytes.length; start = next) {
+      const newline = bytes.indexOf(10, start);
+      next = newline < 0 ? bytes.length : newline + 1;
+      let end = newline < 0 ? bytes.length : newline;
+      if (end > start && bytes[end - 1] === 13) end--;
+      number++;
+      // A blank line is skipped (a line of other spaces than ASCII ones is checked decoded).
+      const blank = end === start || ((isSpace(bytes[start]) || bytes[start] > 0x7f) && !text(start, end).trim());
       if (!format) {
-        if (!lines[i].trim()) continue;
-        format = formatOf(lines[i]);
+        if (blank) continue;
+        format = formatOf(text(start, end));
         onFormat(format);
         continue;
       }
-      let line = lines[i];
+      if (quote >= 0 && quote < start) quote = bytes.indexOf(0x22, start);
       let ligne = number;
-      if (pending) {
-        line = `${pending}\n${line}`;
-        ligne = pendingLine;
-        pending = '';
+      let fields: string[] | null = null;
+      if (pending !== null || (format.guillemets && quote >= 0 && quote < end)) {
+        // Quotes: the line is split to know where it ends. A quoted field that goes on past the end of the line:
+        // every reader joins it to the next, to agree on lines.
+        const line: string = pending === null ? text(start, end) : `${pending}\n${text(start, end)}`;
+        if (pending !== null) ligne = pendingLine;
+        pending = null;
+        fields = format.split(line);
+        if (!fields) {
+          pending = line;
+          pendingLine = ligne;
+          continue;
+        }
+        if (part.of > 1 && ownerOfFields(fields, format) % part.of !== part.index) continue;
+      } else {
+        if (blank) continue;
+        if (part.of > 1 && ownerHash(bytes, start, end, format) % part.of !== part.index) continue;
+        fields = format.split(text(start, end))!;
       }
-      if (!line.trim()) continue;
-      // A quoted field that goes on past the end of the line: every reader joins it to the next, to agree on lines.
-      if (line.includes('"') && !format.split(line)) {
-        pending = line;
-        pendingLine = ligne;
-        continue;
-      }
-      if (!mine(line)) continue;
-      const fields = format.split(line)!;
       if (fields.length !== format.champs) {
         out.push({ ligne, motif: `${fields.length} champs au lieu de ${format.champs}` });
         continue;
@@ -665,7 +702,9 @@ async function* parsedLines(
     }
     yield out;
   }
-  if (pending && part.index === 0) yield [{ ligne: pendingLine, motif: 'guillemet non fermé en fin de fichier' }];
+  if (pending !== null && part.index === 0) {
+    yield [{ ligne: pendingLine, motif: 'guillemet non fermé en fin de fichier' }];
+  }
   if (!format) throw new ImportError(`Fichier vide : ${file}.`);
 }
 

@@ -261,6 +261,37 @@ describe('rejections, split mutations, formats', () => {
     },
   );
 
+  // Readers find lines in the file's bytes: a quoted field holding an end of line makes one record of two lines
+  // for all of them, and a quoted id goes to the reader of the same id unquoted.
+  it.each([1, 2])(
+    'joins a quoted field that spans two lines, and counts lines past it (%i readers)',
+    async (lecteurs) => {
+      const file = path.join(dir, 'multiligne.csv');
+      await writeFile(
+        file,
+        [
+          HEADER,
+          etalab({ id: '2024-A', type: 'Maison', surface: '100', valeur: '200000', parcelle: '33001000AB0031' }),
+          `"2024-A"${etalab({ id: '2024-A', parcelle: '33001000AB0032' }).slice('2024-A'.length)}`,
+          etalab({ id: '2024-B', type: 'Maison', surface: '80', valeur: '160000' }).replace(
+            'RUE DE TEST',
+            '"RUE\nDU PORT"',
+          ),
+          etalab({ id: '2024-C', date: '2024-02-30' }),
+        ].join('\r\n'),
+      );
+      const report = await importDvf(db, file, { dataset: 'sandbox', lecteurs });
+      expect(report).toMatchObject({ lus: 4, gardes: 3, scindees: 0, mutations: { lues: 2 } });
+      expect(report.rejetes).toEqual([{ ligne: 6, motif: 'date de mutation invalide : « 2024-02-30 »' }]);
+      expect(await mutation('2024-A', 'sandbox')).toMatchObject({
+        nb_lignes: 2,
+        parcelles: ['33001000AB0031', '33001000AB0032'],
+        prix_m2: 2000,
+      });
+      expect(await mutation('2024-B', 'sandbox')).toMatchObject({ adresse_voie: 'RUE\nDU PORT', prix_m2: 2000 });
+    },
+  );
+
   it('counts a local once per subdivision, and equal locals beside one subdivision as several', async () => {
     const file = path.join(dir, 'produit.csv');
     const p = '33001000AB0031';
