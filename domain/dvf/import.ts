@@ -1306,6 +1306,7 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
     await client.query('DROP TABLE IF EXISTS pg_temp.dvf_lot');
     await client.query(STAGING);
     const attached = new Set((await vintagePartitions(client, dataset)).keys());
+    const dejaLa = new Set(attached);
     writer = createWriter(db, client, dataset, attached, report);
     const lecture = await readInWorkers(source, options.lecteurs ?? LECTEURS, dataset, attached, async (lot) => {
       if (lot.oublier) await writer!.forget(lot.oublier);
@@ -1322,7 +1323,7 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
       rejetes: lecture.rejetes,
       scindees: lecture.scindees,
       sansCoordonnees: lecture.sansCoordonnees,
-      millesimes: lecture.millesimes,
+      millesimes: lecture.millesimes.map((v) => v.millesime),
     });
     await writer.attach();
     report.mutations.lues = lecture.mutations;
@@ -1334,16 +1335,30 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
     report.rattacheesBan = await attachBanKeys(client, dataset, lecture.insees);
     if (lecture.millesimes.length > 0) {
       const changed = report.mutations.ajoutees + report.mutations.modifiees > 0;
+      // A vintage new to the dataset holds what the file has of it: its figures are the readers' (counting them
+      // again would read it whole). Unless mutations were regrouped by a second reading: they were counted twice.
+      const nouveaux = lecture.scindees ? [] : lecture.millesimes.filter((v) => !dejaLa.has(v.millesime));
+      const comptes = lecture.millesimes.filter((v) => !nouveaux.includes(v));
       await client.query(
         `INSERT INTO dvf_millesimes AS d (dataset, millesime, mutations, premiere_mutation, derniere_mutation)
          SELECT dataset, millesime, count(*), min(date_mutation), max(date_mutation)
            FROM dvf_mutations WHERE dataset = $1 AND millesime = ANY($2) GROUP BY dataset, millesime
+         UNION ALL
+         SELECT $1, * FROM unnest($4::smallint[], $5::integer[], $6::date[], $7::date[])
          ON CONFLICT (dataset, millesime) DO UPDATE SET
            mutations = excluded.mutations, premiere_mutation = excluded.premiere_mutation,
            derniere_mutation = excluded.derniere_mutation, importe_le = now()
          WHERE $3 OR (d.mutations, d.premiere_mutation, d.derniere_mutation)
                      IS DISTINCT FROM (excluded.mutations, excluded.premiere_mutation, excluded.derniere_mutation)`,
-        [dataset, lecture.millesimes, changed],
+        [
+          dataset,
+          comptes.map((v) => v.millesime),
+          changed,
+          nouveaux.map((v) => v.millesime),
+          nouveaux.map((v) => v.mutations),
+          nouveaux.map((v) => v.premiere),
+          nouveaux.map((v) => v.derniere),
+        ],
       );
     }
     options.onProgress?.({ lus: report.lus, gardes: report.gardes });
@@ -1599,7 +1614,16 @@ interface Lecture {
   scindees: number;
   sansCoordonnees: number;
   insees: string[];
-  millesimes: number[];
+  /** What the file has of each vintage, in order. */
+  millesimes: Millesime[];
+}
+
+/** A vintage's mutations in a file: how many, the first and last dates (as dvf_millesimes has them). */
+interface Millesime {
+  millesime: number;
+  mutations: number;
+  premiere: string;
+  derniere: string;
 }
 
 /**
@@ -1690,7 +1714,7 @@ async function readMutations(
     lecture.formatLibelle = f.libelle;
   };
   const insees = new Set<string>();
-  const millesimes = new Set<number>();
+  const millesimes = new Map<number, Millesime>();
   const bloom = createBloom();
   const scindees = new Set<string>();
   let pending: Promise<void> = Promise.resolve();
@@ -1709,7 +1733,20 @@ async function readMutations(
     lecture.mutations++;
     if (mutation.lat === null) lecture.sansCoordonnees++;
     insees.add(mutation.insee);
-    millesimes.add(mutation.millesime);
+    const v = millesimes.get(mutation.millesime);
+    const date = mutation.date_mutation;
+    if (!v)
+      millesimes.set(mutation.millesime, {
+        millesime: mutation.millesime,
+        mutations: 1,
+        premiere: date,
+        derniere: date,
+      });
+    else {
+      v.mutations++;
+      if (date < v.premiere) v.premiere = date;
+      if (date > v.derniere) v.derniere = date;
+    }
     batch.add(mutation);
   };
   const onLine = (line: Ligne | { ligne: number; motif: string }) => {
@@ -1774,7 +1811,7 @@ async function readMutations(
   }
   await flush();
   lecture.insees = [...insees];
-  lecture.millesimes = [...millesimes].sort((a, b) => a - b);
+  lecture.millesimes = [...millesimes.values()].sort((a, b) => a.millesime - b.millesime);
   return lecture;
 }
 
@@ -1813,7 +1850,19 @@ function merged(parts: Lecture[]): Lecture {
     scindees: sum('scindees'),
     sansCoordonnees: sum('sansCoordonnees'),
     insees: [...new Set(parts.flatMap((p) => p.insees))],
-    millesimes: [...new Set(parts.flatMap((p) => p.millesimes))].sort((a, b) => a - b),
+    millesimes: [
+      ...Map.groupBy(
+        parts.flatMap((p) => p.millesimes),
+        (v) => v.millesime,
+      ).values(),
+    ]
+      .map((of) => ({
+        millesime: of[0].millesime,
+        mutations: of.reduce((total, v) => total + v.mutations, 0),
+        premiere: of.reduce((min, v) => (v.premiere < min ? v.premiere : min), of[0].premiere),
+        derniere: of.reduce((max, v) => (v.derniere > max ? v.derniere : max), of[0].derniere),
+      }))
+      .sort((a, b) => a.millesime - b.millesime),
   };
 }
 

@@ -428,10 +428,11 @@ describe('vintages', () => {
       [
         HEADER,
         etalab({ id: '2018-3', date: '2018-09-05', type: 'Maison', surface: '70', parcelle: '33001000AB0055' }),
+        etalab({ id: '2017-2', date: '2017-11-20', type: 'Maison', surface: '50', parcelle: '33001000AB0057' }),
         etalab({ id: '2017-1', date: '2017-01-06', type: 'Maison', surface: '60', parcelle: '33001000AB0056' }),
       ].join('\n'),
     );
-    expect((await importDvf(db, file)).mutations).toEqual({ lues: 2, ajoutees: 2, modifiees: 0, inchangees: 0 });
+    expect((await importDvf(db, file)).mutations).toEqual({ lues: 3, ajoutees: 3, modifiees: 0, inchangees: 0 });
     expect((await partitions()).map((p) => p.nom)).toEqual([
       'dvf_mutations_live_2017',
       'dvf_mutations_live_2018',
@@ -442,9 +443,19 @@ describe('vintages', () => {
         GROUP BY 1 ORDER BY 1`,
     );
     expect(rows).toEqual([
-      { millesime: 2017, n: 1 },
+      { millesime: 2017, n: 2 },
       { millesime: 2018, n: 3 },
       { millesime: 2019, n: 1 },
+    ]);
+    // The vintages' figures: counted by the readers for the new one (2017), in the table for the one already there.
+    const figures = await db.query(
+      `SELECT millesime, mutations, premiere_mutation::text, derniere_mutation::text FROM dvf_millesimes
+        WHERE dataset = 'live' AND millesime < 2020 ORDER BY 1`,
+    );
+    expect(figures.rows).toEqual([
+      { millesime: 2017, mutations: 2, premiere_mutation: '2017-01-06', derniere_mutation: '2017-11-20' },
+      { millesime: 2018, mutations: 3, premiere_mutation: '2018-05-02', derniere_mutation: '2018-09-05' },
+      { millesime: 2019, mutations: 1, premiere_mutation: '2019-06-03', derniere_mutation: '2019-06-03' },
     ]);
   });
 
