@@ -625,14 +625,14 @@ async function ventesDe(
   if (id.numero === null || id.insee === null) {
     return { ventes: null, limite: 'ventes : les ventes se lisent par numéro, pas pour une voie.' };
   }
-  // The rules of ventes_adresse: from 2021 by the attached key, the street code and number, or the number's parcels;
-  // 2018-2020 by position only.
+  // The rules of ventes_adresse: from 2021 by the attached key, or the number's parcels; 2018-2020 by position only.
+  // An address known only from its DPE has no sale attached to its key: its sales by street code and number.
   const codeVoie = ban?.code_voie ?? id.cle_ban.split('_')[1]?.toUpperCase() ?? null;
   const params: unknown[] = [dataset, id.cle_ban, id.insee, codeVoie, id.numero, id.rep ?? '', id.parcelles ?? []];
   let sql = `SELECT ${MUTATION_COLONNES}, CASE WHEN m.cle_ban = $2 OR ${parNumero(3)} THEN 'numero' ELSE 'parcelle' END AS rattachement
       FROM dvf_mutations m
      WHERE m.dataset = $1 AND m.millesime >= ${PREMIER_MILLESIME_NUMERO}
-       AND (m.cle_ban = $2 OR ${parNumero(3)} OR ${surParcelles(7)})`;
+       AND (m.cle_ban = $2${ban ? '' : ` OR ${parNumero(3)}`} OR ${surParcelles(7)})`;
   if (id.lat !== null && id.lon !== null) {
     params.push(id.lat, id.lon, RAYON_POSITION_M, cellulesDvf(id.lat, id.lon, RAYON_POSITION_M));
     sql += `

@@ -136,6 +136,8 @@ function numeroTexte(numero: number | null, suffixe: string | null): string | nu
 /**
  * Sales at a BAN number by DVF's own address: same commune, street code and number (parameters `p` to `p + 2`) and
  * repetition index (`p + 3`, '' for none; DVF's B/T/Q read as bis/ter/quater, a BAN letter `b` matches `bis` too).
+ * What says a sale is attached by its number. A number of the BAN finds its sales by their attached key instead
+ * (attachBanKeys): no index serves this (db/migrations/014_dvf_numero_par_cle.sql).
  */
 export const parNumero = (p: number) => `(m.insee = $${p} AND m.code_voie = $${p + 1} AND m.adresse_numero = $${p + 2}
   AND (coalesce(m.adresse_suffixe, '') = $${p + 3} OR left(coalesce(m.adresse_suffixe, ''), 1) = $${p + 3}))`;
@@ -466,7 +468,7 @@ export const ventesAdresse = defineOperation({
               CASE WHEN ${parNumero(5)} THEN 'numero' ELSE 'parcelle' END AS rattachement
          FROM dvf_mutations m
         WHERE m.dataset = $1 AND m.millesime >= ${PREMIER_MILLESIME_NUMERO}
-          AND (m.cle_ban = $4 OR ${parNumero(5)} OR ${surParcelles(9)})${dates}
+          AND (m.cle_ban = $4 OR ${surParcelles(9)})${dates}
         ORDER BY m.date_mutation DESC, m.id_mutation DESC
         LIMIT ${MAX_MUTATIONS_ADRESSE + 1}`,
       params,

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { faitsAdresse } from '../../../domain/dpe/faits.ts';
 import { importDpe } from '../../../domain/dpe/import.ts';
+import { attachBanKeys } from '../../../domain/dvf/import.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 import { appartementLatresne, csvAdeme } from './fixtures.ts';
 
@@ -70,6 +71,8 @@ async function insererMutations(rows: unknown[][]) {
       r,
     );
   }
+  // As the importer ends: the sales attached to the BAN numbers of their communes.
+  await attachBanKeys(t.db, 'live', [...new Set(rows.map((r) => String(r[6])))]);
 }
 
 beforeAll(async () => {

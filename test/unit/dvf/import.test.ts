@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../db/client.ts';
-import { dvfSource, importDvf } from '../../../domain/dvf/import.ts';
+import { attachBanKeys, dvfSource, importDvf } from '../../../domain/dvf/import.ts';
 import { ImportError } from '../../../domain/import/source.ts';
 import { createTestDb } from '../../support/db.ts';
 import { etalab, HEADER } from './fixtures.ts';
@@ -376,6 +376,22 @@ describe('rejections, split mutations, formats', () => {
     const again = await importDvf(db, file, { dataset: 'sandbox' });
     expect(again.mutations).toEqual({ lues: 2, ajoutees: 0, modifiees: 0, inchangees: 2 });
     expect(await mutation('2025-2', 'sandbox')).toMatchObject({ position_source: 'ban', lat: 45 });
+
+    // The BAN renumbers the parcel: the removed number's sale follows the new one, with its position.
+    await db.query(`DELETE FROM adresses WHERE dataset = 'sandbox' AND cle_ban = '33001_z001_00007'`);
+    await db.query(
+      `INSERT INTO adresses (dataset, cle_ban, type, numero, voie, code_voie, code_postal, insee, commune, libelle,
+                             lat, lon, parcelles, source)
+       VALUES ('sandbox', '33001_z001_00009', 'numero', 9, 'Rue Z', 'Z001', '33230', '33001', 'Abzac', '9 Rue Z',
+               45.001, -0.121, '{33001000AB0042}', 'ban')`,
+    );
+    expect(await attachBanKeys(db, 'sandbox', ['33001'])).toBe(1);
+    expect(await mutation('2025-2', 'sandbox')).toMatchObject({
+      cle_ban: '33001_z001_00009',
+      lat: 45.001,
+      lon: -0.121,
+      position_source: 'ban',
+    });
   });
 
   it('says what it expected of an unknown file, and of a missing one', async () => {
@@ -415,10 +431,10 @@ describe('vintages', () => {
     expect(report).toMatchObject({ scindees: 1, millesimes: [2018, 2019] });
     expect(report.mutations).toEqual({ lues: 3, ajoutees: 3, modifiees: 0, inchangees: 0 });
     // The indexes of the table: primary key, commune and date, main parcel, parcels of multi-parcel mutations, BAN
-    // key, street number, position cell.
+    // key, position cell.
     expect(await partitions()).toEqual([
-      { nom: 'dvf_mutations_live_2018', index: 7 },
-      { nom: 'dvf_mutations_live_2019', index: 7 },
+      { nom: 'dvf_mutations_live_2018', index: 6 },
+      { nom: 'dvf_mutations_live_2019', index: 6 },
     ]);
     expect(await mutation('2019-1')).toMatchObject({ nb_lignes: 2, parcelles: ['33001000AB0052', '33001000AB0054'] });
 

@@ -27,7 +27,7 @@ describe('migration 013, DVF partitions', () => {
     await insert('live', '2022-1', '2022-05-01');
     await insert('sandbox', '2021-1', '2021-03-01');
 
-    expect(await migrate(db)).toEqual(['013_dvf_partitions.sql']);
+    expect(await migrate(db, '013_dvf_partitions.sql')).toEqual(['013_dvf_partitions.sql']);
 
     const { rows } = await db.query(
       `SELECT c.relname AS nom, (SELECT count(*)::int FROM pg_index x WHERE x.indrelid = c.oid) AS index,
