@@ -794,41 +794,67 @@ function idOf(lines: Ligne[]): string {
   return lines[0].idMutation ?? idDgfip(lines);
 }
 
+/** A disposition's parcel: its land subdivisions, and its distinct locals with their count beside each subdivision. */
 interface Bloc {
-  key: string;
-  terrains: Array<{ key: string; terrain: Terrain }>;
-  locaux: Array<{ key: string; local: Local; lots: number; n: Array<{ key: string; n: number }> }>;
+  disposition: string;
+  parcelle: string;
+  /** A line of each distinct subdivision, and the subdivision. */
+  terrains: Array<{ ligne: Ligne; terrain: Terrain }>;
+  /** A line of each distinct local; its count per subdivision line (null: the lines without land). */
+  locaux: Array<{ ligne: Ligne; local: Local; lots: number; n: Array<{ terrain: Ligne | null; n: number }> }>;
 }
 
-/** The entry of `list` with this key (lists of a mutation are short: a scan beats building maps). */
-function entry<T extends { key: string }>(list: T[], key: string): T | undefined {
-  for (let i = 0; i < list.length; i++) if (list[i].key === key) return list[i];
-  return undefined;
+const aDuTerrain = (l: Ligne) => l.cultureCode !== null || l.surfaceTerrain !== null;
+/** One land subdivision: same culture, special culture and surface. */
+const memeTerrain = (a: Ligne | null, b: Ligne | null) =>
+  a === b ||
+  (a !== null &&
+    b !== null &&
+    a.cultureCode === b.cultureCode &&
+    a.speciale === b.speciale &&
+    a.surfaceTerrain === b.surfaceTerrain);
+/** One local: the same identifier, or without one, the same volume, type, surface, rooms and lots. */
+function memeLocal(a: Ligne, b: Ligne): boolean {
+  if (a.identifiantLocal !== null || b.identifiantLocal !== null) return a.identifiantLocal === b.identifiantLocal;
+  if (
+    a.volume !== b.volume ||
+    a.typeLocal !== b.typeLocal ||
+    a.surfaceBati !== b.surfaceBati ||
+    a.pieces !== b.pieces ||
+    a.nombreLots !== b.nombreLots ||
+    a.lots.length !== b.lots.length
+  ) {
+    return false;
+  }
+  for (let i = 0; i < a.lots.length; i++) {
+    if (a.lots[i].numero !== b.lots[i].numero || a.lots[i].carrez !== b.lots[i].carrez) return false;
+  }
+  return true;
 }
 
-/** Folds the lines of one mutation into one row, with the recomputed fields (see the top of this file). */
+/**
+ * Folds the lines of one mutation into one row, with the recomputed fields (see the top of this file). Lines are
+ * compared field by field (the lists of a mutation are short: a scan, without building keys or maps).
+ */
 export function foldMutation(lines: Ligne[], format: 'etalab' | 'dgfip'): Mutation {
   const first = lines[0];
   const parcelles: string[] = [];
   const volumes: string[] = [];
   const dispositions: string[] = [];
-  // Per disposition and parcel: land subdivisions, and each distinct local with its count beside each subdivision.
   const blocs: Bloc[] = [];
   for (const l of lines) {
     if (!dispositions.includes(l.disposition)) dispositions.push(l.disposition);
     if (!parcelles.includes(l.parcelle)) parcelles.push(l.parcelle);
     if (l.volume && !volumes.includes(l.volume)) volumes.push(l.volume);
-    const blocKey = `${l.disposition}|${l.parcelle}`;
-    let bloc = entry(blocs, blocKey);
+    let bloc = blocs.find((b) => b.disposition === l.disposition && b.parcelle === l.parcelle);
     if (!bloc) {
-      bloc = { key: blocKey, terrains: [], locaux: [] };
+      bloc = { disposition: l.disposition, parcelle: l.parcelle, terrains: [], locaux: [] };
       blocs.push(bloc);
     }
-    const hasTerrain = l.cultureCode !== null || l.surfaceTerrain !== null;
-    const terrainKey = hasTerrain ? `${l.cultureCode}|${l.speciale}|${l.surfaceTerrain}` : '';
-    if (hasTerrain && !entry(bloc.terrains, terrainKey)) {
+    const terrain = aDuTerrain(l) ? l : null;
+    if (terrain && !bloc.terrains.some((t) => memeTerrain(t.ligne, terrain))) {
       bloc.terrains.push({
-        key: terrainKey,
+        ligne: l,
         terrain: {
           id_parcelle: l.parcelle,
           nature_culture: l.culture,
@@ -838,16 +864,10 @@ export function foldMutation(lines: Ligne[], format: 'etalab' | 'dgfip'): Mutati
       });
     }
     if (l.typeLocal || l.identifiantLocal || l.lots.length > 0 || l.nombreLots > 0) {
-      let localKey: string;
-      if (l.identifiantLocal) localKey = `id:${l.identifiantLocal}`;
-      else {
-        localKey = `${l.volume}|${l.typeLocal}|${l.surfaceBati}|${l.pieces}|${l.nombreLots}|`;
-        for (const lot of l.lots) localKey += `${lot.numero}:${lot.carrez},`;
-      }
-      let local = entry(bloc.locaux, localKey);
+      let local = bloc.locaux.find((x) => memeLocal(x.ligne, l));
       if (!local) {
         local = {
-          key: localKey,
+          ligne: l,
           local: {
             type: l.typeLocal,
             surface_bati: l.surfaceBati,
@@ -862,9 +882,9 @@ export function foldMutation(lines: Ligne[], format: 'etalab' | 'dgfip'): Mutati
       }
       // A local known by its identifier is one local, however many lines carry it.
       if (!l.identifiantLocal) {
-        const count = entry(local.n, terrainKey);
+        const count = local.n.find((c) => memeTerrain(c.terrain, terrain));
         if (count) count.n++;
-        else local.n.push({ key: terrainKey, n: 1 });
+        else local.n.push({ terrain, n: 1 });
       }
     }
   }
