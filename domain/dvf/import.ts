@@ -1116,7 +1116,7 @@ const NOMS = COLONNES.map(([name]) => name);
 const POSITION = new Set(['lat', 'lon']);
 
 /** The CopyBinaryWriter method that writes each type of COLONNES. */
-const ECRITURES: Record<string, string> = {
+const ECRITURES: Record<string, keyof CopyBinaryWriter> = {
   text: 'text',
   date: 'date',
   smallint: 'int2',
