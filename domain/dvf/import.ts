@@ -1566,9 +1566,10 @@ function createWriter(db: Db, client: PoolClient, dataset: Dataset, attached: Se
             : [create];
         });
       });
-      // The import's connection and two of the pool, never all of the pool's: a caller's own query must still run.
+      // The import's connection and up to two more, leaving one of the pool free: a connection its caller holds
+      // meanwhile must not leave these waiting for it.
       const others = await Promise.all(
-        Array.from({ length: Math.max(0, Math.min(2, (db.options.max ?? 10) - 1)) }, () => db.connect()),
+        Array.from({ length: Math.max(0, Math.min(2, (db.options.max ?? 10) - 2)) }, () => db.connect()),
       );
       try {
         const build = async (connection: PoolClient) => {

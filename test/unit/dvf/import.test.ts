@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../../db/client.ts';
+import { createDb, type Db } from '../../../db/client.ts';
 import { attachBanKeys, dvfSource, importDvf } from '../../../domain/dvf/import.ts';
 import { ImportError } from '../../../domain/import/source.ts';
 import { createTestDb } from '../../support/db.ts';
@@ -16,11 +16,12 @@ const hasDgfip = existsSync(DGFIP);
 const SKIP = '(skipped: ../shared/data/dvf absent)';
 
 let db: Db;
+let url: string;
 let drop: () => Promise<void>;
 let dir: string;
 
 beforeAll(async () => {
-  ({ db, drop } = await createTestDb());
+  ({ db, url, drop } = await createTestDb());
   dir = await mkdtemp(path.join(tmpdir(), 'dvf-'));
 });
 afterAll(async () => {
@@ -472,6 +473,29 @@ describe('vintages', () => {
       { millesime: 2017, mutations: 2, premiere_mutation: '2017-01-06', derniere_mutation: '2017-11-20' },
       { millesime: 2018, mutations: 3, premiere_mutation: '2018-05-02', derniere_mutation: '2018-09-05' },
       { millesime: 2019, mutations: 1, premiere_mutation: '2019-06-03', derniere_mutation: '2019-06-03' },
+    ]);
+  });
+
+  // Index builds take extra connections of the pool: never the last one, which a caller may be holding.
+  it('indexes a new vintage with a pool of two while its caller holds one of them', async () => {
+    const file = path.join(dir, 'petit-pool.csv');
+    await writeFile(
+      file,
+      [
+        HEADER,
+        etalab({ id: '2014-1', date: '2014-03-02', type: 'Maison', surface: '90', parcelle: '33001000AB0071' }),
+      ].join('\n'),
+    );
+    const small = createDb(url, 2);
+    const held = await small.connect();
+    try {
+      expect((await importDvf(small, file)).mutations).toMatchObject({ ajoutees: 1 });
+    } finally {
+      held.release();
+      await small.end();
+    }
+    expect((await partitions()).filter((p) => p.nom.endsWith('_2014'))).toEqual([
+      { nom: 'dvf_mutations_live_2014', index: 6 },
     ]);
   });
 
