@@ -1543,8 +1543,9 @@ function createWriter(db: Db, client: PoolClient, dataset: Dataset, attached: Se
      * Indexes the new vintages and attaches them, all in one transaction. Their indexes are those of the table
      * (read from the catalogue, so declared in the migrations only), built three at a time once the reading is over:
      * a build waits on its writes now and then, and a third one keeps both cores busy meanwhile (measured: 1.7 s
-     * instead of 1.9 s with two, bench/RESULTS.md). ATTACH then finds them built. The planner's statistics of the new partitions
-     * come from autovacuum, which analyses a table that has just been filled; until then it knows their sizes.
+     * instead of 1.9 s with two, bench/RESULTS.md). ATTACH then finds them built. The planner's statistics of the new
+     * partitions come from autovacuum, which analyses a table that has just been filled; until then it knows their
+     * sizes.
      */
     async attach() {
       if (fresh.size === 0) return;
