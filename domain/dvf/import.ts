@@ -1,4 +1,4 @@
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import { createHash, hash } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
@@ -652,10 +652,13 @@ async function* parsedLines(
   let pendingLine = 0;
   let number = 0;
   for await (const bytes of wholeLines(file)) {
-    // Older DGFiP files are in Windows-1252; checked on the first chunk of whole lines.
-    decoder ??= new TextDecoder(isUtf8(bytes) ? 'utf-8' : 'windows-1252');
+    // Older DGFiP files are in Windows-1252: told on the first chunk of whole lines that is not ASCII alone (ASCII
+    // reads the same in both), wherever it comes in the file.
+    if (!decoder && !isAscii(bytes)) decoder = new TextDecoder(isUtf8(bytes) ? 'utf-8' : 'windows-1252');
     const text = (start: number, end: number) =>
-      decoder!.encoding === 'utf-8' ? bytes.toString('utf8', start, end) : decoder!.decode(bytes.subarray(start, end));
+      decoder && decoder.encoding !== 'utf-8'
+        ? decoder.decode(bytes.subarray(start, end))
+        : bytes.toString('utf8', start, end);
     const out: Array<Ligne | { ligne: number; motif: string }> = [];
     let quote = bytes.indexOf(0x22);
     for (let start = 0, next = 0; start < bytes.length; start = next) {

@@ -201,6 +201,20 @@ describe('raw DGFiP file (2 500 rows, pipes, decimal commas, CRLF)', () => {
 });
 
 describe('rejections, split mutations, formats', () => {
+  // The encoding is told from the first bytes that are not ASCII, wherever they come: here past the first chunk read.
+  it('reads a Windows-1252 file whose first accent comes after thousands of lines', async () => {
+    const file = path.join(dir, 'windows-1252.csv');
+    const lignes = Array.from({ length: 1000 }, (_, k) =>
+      etalab({ id: `2019-W${k}`, date: '2019-04-01', type: 'Maison', surface: '90', parcelle: '33001000AB0081' }),
+    );
+    lignes.push(
+      etalab({ id: '2019-W1000', date: '2019-04-01', parcelle: '33001000AB0082' }).replace(',Abzac,', ',Abzé,'),
+    );
+    await writeFile(file, Buffer.from([HEADER, ...lignes].join('\n'), 'latin1'));
+    expect((await importDvf(db, file, { dataset: 'sandbox' })).gardes).toBe(1001);
+    expect(await mutation('2019-W1000', 'sandbox')).toMatchObject({ commune: 'Abzé' });
+  });
+
   it('rejects bad lines with their reason, and keeps the others', async () => {
     const file = path.join(dir, 'rejets.csv');
     await writeFile(
