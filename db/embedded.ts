@@ -32,7 +32,7 @@ export async function startEmbeddedPostgres(dataDir: string, port?: number): Pro
     // default 1 GB between checkpoints, one would start in the middle, and every page touched after it would be
     // logged whole again. A soft limit: the WAL files are recycled, and the space comes back after the import.
     // Shared buffers of 512 MB instead of 128: PostgreSQL reads a table of over a quarter of them through a small
-    // ring, so a DVF vintage of a few départements was read from the system's cache again by each of its seven index
+    // ring, so a DVF vintage of a few départements was read from the system's cache again by each of its index
     // builds (measured: 1.9 s instead of 2.3 s of index builds for 570,000 mutations, bench/RESULTS.md).
     postgresFlags: ['-c', 'max_wal_size=4GB', '-c', 'shared_buffers=512MB'],
     onLog: () => {},

@@ -19,7 +19,7 @@ const ASCII_A_LA_MAIN = 32;
 
 /**
  * Numbers are written through a DataView, which the compiler turns into plain stores: Buffer's writeInt32BE and the
- * like check their arguments on every call (measured: a third of the time).
+ * like check their arguments on every call (measured: a DataView store takes a third of their time).
  */
 export class CopyBinaryWriter {
   bytes: Buffer;
