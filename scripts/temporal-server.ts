@@ -99,9 +99,13 @@ export async function startTemporalDevServer(options: {
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+  // Should this process end without calling stop (an uncaught error, process.exit), the server ends with it.
+  const orphanGuard = () => child.kill('SIGTERM');
+  process.on('exit', orphanGuard);
   try {
     await waitForPort(port, child, 60_000);
   } catch (error) {
+    process.off('exit', orphanGuard);
     child.kill('SIGKILL');
     throw new Error(`${(error as Error).message}\n${stderr}`);
   }
@@ -109,6 +113,7 @@ export async function startTemporalDevServer(options: {
     address: `127.0.0.1:${port}`,
     uiUrl: uiPort ? `http://127.0.0.1:${uiPort}` : null,
     async stop() {
+      process.off('exit', orphanGuard);
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
