@@ -44,7 +44,7 @@ describe('the OpenAPI description', () => {
     }
   });
 
-  it.skipIf(!hasCatalogue)('agrees with ../shared/spec/catalogue.json (skipped when absent) on its metadata', () => {
+  it.skipIf(!hasCatalogue)(`agrees with ../shared/spec/catalogue.json on its metadata${hasCatalogue ? '' : ' (skipped: ../shared/spec absent)'}`, () => {
     const catalogue = JSON.parse(readFileSync(CATALOGUE, 'utf8')) as {
       operations: Array<Record<string, any> & { tool: string | null; paths: string[] }>;
     };
