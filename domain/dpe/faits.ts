@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { adresseParCle, type AdresseBan } from '../adresses/resoudre.ts';
 import { defineOperation } from '../catalogue.ts';
-import { absenceDvf, departementOf } from '../dvf/import.ts';
+import { absenceDvf, departementOf } from '../dvf/mutation.ts';
 import {
   cellules as cellulesDvf,
   dansCellules,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PoolClient } from 'pg';
 import proj4 from 'proj4';
 import type { Db, Queryable } from '../../db/client.ts';
-import { departementOf } from '../dvf/import.ts';
+import { departementOf } from '../dvf/mutation.ts';
 import { colonnesDe, csvRecords, lignesDeDonnees, separateurDe, type CsvRecord } from '../import/csv.ts';
 import { parLots, upsert, type Lots, type Table } from '../import/ecriture.ts';
 import {

@@ -5,7 +5,7 @@ import { communeByCode } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { drapeaux as ordonnes, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
 import { adresseConnue, type AdresseBan } from '../adresses/resoudre.ts';
-import { absenceDvf, departementOf, PRIX_M2_PLAUSIBLE, SURFACE_LOGEMENT_PLAUSIBLE, type Mutation } from './import.ts';
+import { absenceDvf, departementOf, PRIX_M2_PLAUSIBLE, SURFACE_LOGEMENT_PLAUSIBLE, type Mutation } from './mutation.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
