@@ -5,7 +5,6 @@ import type { OutboundHttp } from '../lib/outbound-http.ts';
 import type { ErrorCode } from './errors.ts';
 import type { RenderPool } from './documents/pool.ts';
 import type { FileDelivery } from './documents/telechargement.ts';
-import type { TaskEngine } from './taches/taches.ts';
 
 export const SCOPES = [
   'compte',
@@ -56,6 +55,15 @@ export interface Caller {
   sandbox: boolean;
   /** Scopes opened to both the key and the organisation. */
   portees: Scope[];
+}
+
+/** Starts a task's engine (Temporal in production): the domain only knows this interface. */
+export interface TaskEngine {
+  start(task: { id: string; operation: string }): Promise<void>;
+  /** Resolves when the task has ended or after `ms`, whichever comes first. */
+  wait(taskId: string, ms: number): Promise<void>;
+  /** Asks a running task to stop (its activities are cancelled; its workflow cleans up). */
+  cancel(taskId: string): Promise<void>;
 }
 
 /** What a handler may use. Narrow on purpose: no HTTP, no Temporal. */

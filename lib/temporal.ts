@@ -1,5 +1,5 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import type { TaskEngine } from '../domain/taches/taches.ts';
+import type { TaskEngine } from '../domain/catalogue.ts';
 
 /** The workflow type of each task operation (workflows/index.ts exports them). */
 export const WORKFLOW_OF: Record<string, string> = {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
-import type { Caller } from '../catalogue.ts';
+import type { Caller, TaskEngine } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
 import { debit } from '../platform/ledger.ts';
 
@@ -68,15 +68,6 @@ export function envelopeOf(row: TaskRow, resultPath: (id: string) => string, res
     },
     credits: { debites: row.credits_debites ?? row.credits_reserves, restants },
   };
-}
-
-/** Starts a task's engine (Temporal in production): the domain only knows this interface. */
-export interface TaskEngine {
-  start(task: { id: string; operation: string }): Promise<void>;
-  /** Resolves when the task has ended or after `ms`, whichever comes first. */
-  wait(taskId: string, ms: number): Promise<void>;
-  /** Asks a running task to stop (its activities are cancelled; its workflow cleans up). */
-  cancel(taskId: string): Promise<void>;
 }
 
 /** A synchronous long operation failed: `erreur` is the task's {code, detail}. */
