@@ -8,7 +8,8 @@ export interface SandboxPart<S extends string = string> {
   source: S;
   /**
    * Names and contents of the files, in import order. The same seed gives the same bytes: a part draws only from
-   * streams of its own (`new Alea(seed, 'label')`), so that another part's draws never move its files.
+   * streams of its own (`new Alea(seed, 'label')`) and never changes the territories, which every part shares, so
+   * that another part never moves its files.
    */
   fichiers(seed: number, territoires: Territoire[]): Array<[nom: string, contenu: string]>;
 }

@@ -226,7 +226,7 @@ export interface Voie {
   section: string;
   lieuDit: string | null;
   numeros: Numero[];
-  /** The next free parcel number of its section (land sold without a number takes one). */
+  /** The first parcel number of its section after its numbers' (building land sold without a number takes those). */
   planLibre: number;
   /** Start of the street, m east and north of the centre. */
   x0: number;

@@ -1,6 +1,6 @@
 import { Alea } from '../alea.ts';
 import { csv, type SandboxPart } from '../part.ts';
-import { afnor, parcelle, position, type InseeSandbox, type Territoire } from '../territoire.ts';
+import { afnor, parcelle, position, type InseeSandbox, type Territoire, type Voie } from '../territoire.ts';
 
 /** DVF géolocalisées (Etalab): the sales of each commune, at the BAN numbers and on the parcels of the territory. */
 
@@ -103,6 +103,8 @@ function mutationsDe(seed: number, t: Territoire): Mutation[] {
   if (!marche) return [];
   const alea = new Alea(seed, `dvf:${c.insee}`);
   const lotsPris = new Map<string, number[]>();
+  // Parcels taken by building land, street by street: the territory is shared with the other parts, never changed.
+  const plansPris = new Map<Voie, number>();
   const out: Mutation[] = [];
   for (let k = 0; k < marche.mutations; k++) {
     const annee = alea.weighted(ANNEES.map((a, i) => [a, i === 7 ? 0.5 : i === 3 || i === 4 ? 1.1 : 1] as const));
@@ -218,6 +220,8 @@ function mutationsDe(seed: number, t: Territoire): Mutation[] {
       }
     } else if (type === 'terrain') {
       // Building land: a new parcel of the street's section, without a number.
+      const plan = plansPris.get(v) ?? v.planLibre;
+      plansPris.set(v, plan + 1);
       const surface = alea.int(400, 1500);
       valeur = Math.round((marche.prixTerrainM2 * surface * Math.exp(0.15 * alea.normal())) / 100) * 100;
       const pos = position(c, v.x0 + alea.between(-40, 40), v.y0 + alea.between(-40, 40));
@@ -226,7 +230,7 @@ function mutationsDe(seed: number, t: Territoire): Mutation[] {
         nature_mutation: NATURE_TERRAIN,
         adresse_numero: '',
         adresse_suffixe: '',
-        id_parcelle: parcelle(c.insee, v.section, v.planLibre++),
+        id_parcelle: parcelle(c.insee, v.section, plan),
         code_nature_culture: 'AB',
         nature_culture: 'terrains a bâtir',
         surface_terrain: surface,
