@@ -24,7 +24,8 @@ describe('the OpenAPI description', () => {
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toBe('3.1.0');
-    expect(doc.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
+    // OpenAPI 3.1's own dialect, JSON Schema 2020-12 with the OAS vocabulary: the URI Swagger UI accepts silently.
+    expect(doc.jsonSchemaDialect).toBe('https://spec.openapis.org/oas/3.1/dialect/base');
     expect(doc.info.version).toBe('1.2.0');
     // The catalogue's operations (the download links of generated files are the one route outside it).
     const ops = (Object.values(doc.paths).flatMap((p) => Object.values(p as object)) as Record<string, any>[]).filter(
@@ -42,6 +43,26 @@ describe('the OpenAPI description', () => {
           expect(Object.keys(response.content), `${op.operationId} ${status}`).toEqual(['application/problem+json']);
       }
     }
+  });
+
+  it('states a price and a tier on every operation of every path, routes outside the catalogue included', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([p, item]) =>
+      Object.entries(item)
+        .filter(([method]) => methods.includes(method))
+        .map(([method, op]) => ({ route: `${method.toUpperCase()} ${p}`, op })),
+    );
+    expect(operations.length).toBeGreaterThan(OPERATIONS.length);
+    for (const { route, op } of operations) {
+      expect(Number.isInteger(op['x-svc-credits']) && op['x-svc-credits'] >= 0, `${route} x-svc-credits`).toBe(true);
+      expect(['usage', 'data', 'contrat'], `${route} x-svc-palier-minimal`).toContain(op['x-svc-palier-minimal']);
+    }
+    // The signed link of a generated document costs nothing (the document was paid for when generated) and is open to
+    // whoever may generate one.
+    const download = doc.paths['/api/v1/documents/fichiers/{id}/{nom}'].get;
+    expect(download['x-svc-credits']).toBe(0);
+    expect(download['x-svc-palier-minimal']).toBe(OPERATIONS.find((o) => o.tool === 'generer_document')!.tier);
   });
 
   it.skipIf(!hasCatalogue)('agrees with ../shared/spec/catalogue.json (skipped when absent) on its metadata', () => {
