@@ -120,7 +120,8 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   /**
    * A task operation: its output is the task envelope with the task's own `credits` block (reserved when the task
    * starts, debited on success, given back on failure), so the pipeline neither bills nor adds a block; a POST
-   * answers 202 with `Location` while the task runs, 200 once it has ended.
+   * answers 202 with `Location`, even when the task ended within `attendre` (the envelope then carries the result),
+   * a GET of the task answers 200.
    */
   task?: boolean;
   /**

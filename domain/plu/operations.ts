@@ -134,7 +134,7 @@ export const lirePlu = defineOperation({
   summary: 'Règles écrites du PLU à un point, citations vérifiées',
   description: `Lit le règlement écrit (PDF) de la zone du PLU ou PLUi qui couvre le point et en donne les règles par thème, chacune avec sa valeur, son article, sa page et la **citation exacte, retrouvée par le service dans le texte du PDF** : une citation introuvable est écartée et comptée (\`citations_ecartees\`) ; trouvée hors du chapitre de la zone, la règle porte \`a_confirmer\`.
 
-La réponse est une tâche (202 et \`Location\`) ; \`attendre\` (0-60 s) attend sa fin. Les crédits (60) sont réservés au départ, débités au succès, rendus en cas d'échec ; rien n'est débité sans règle à lire (\`zone_absente\`, \`scanne\`, pas de règlement publié) ni pour un résultat identique servi dans les 24 h.
+La réponse est une tâche : toujours 202 et \`Location\`, même quand la tâche a fini pendant \`attendre\` (0-60 s) ; \`tache.statut\` le dit, et l'enveloppe porte alors \`resultat\` (ou \`erreur\`). Les crédits (60) sont réservés au départ, débités au succès, rendus en cas d'échec ; rien n'est débité sans règle à lire (\`zone_absente\`, \`scanne\`, pas de règlement publié) ni pour un résultat identique servi dans les 24 h.
 
 Décisions :
 - Le point est \`lat\`/\`lon\` s'il est donné, sinon la position de l'adresse BAN \`cle_ban\`, sinon celle de la meilleure adresse trouvée pour \`q\` (et \`code_postal\`) ; une adresse inconnue répond 404 \`adresse_introuvable\`, sans débit.

@@ -89,7 +89,10 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
     expect(first.tache.statut).toBe('terminee');
     const calls = model.requests.length;
     const second = await post(org.cle, { ...POINTS.ua, attendre: 60 });
-    expect(second.statusCode).toBe(200);
+    // Starting a task is 202 even when it ended within `attendre`: the envelope says so and carries the result.
+    expect(second.statusCode).toBe(202);
+    expect(second.headers.location).toBe(second.json().tache.resultat_url);
+    expect(second.json().tache.statut).toBe('terminee');
     expect(second.json().resultat.lecture.depuis_cache).toBe(true);
     expect(model.requests.length).toBe(calls);
     expect(second.json().credits).toEqual({ debites: 0, restants: 440 });
