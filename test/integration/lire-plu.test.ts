@@ -98,11 +98,23 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
     expect(second.json().credits).toEqual({ debites: 0, restants: 440 });
   });
 
-  it('asserts nothing and debits nothing for a scanned PDF or a point without zone', async () => {
+  it('asserts nothing and debits nothing for a scanned PDF, a zone without rules document or a point without zone', async () => {
     const org = await t.organisation({ acces: 'usage' });
     const scanned = (await post(org.cle, { ...POINTS.scanne, attendre: 60 })).json();
-    expect(scanned.resultat).toMatchObject({ statut: 'scanne', regles: [] });
+    expect(scanned.resultat).toMatchObject({ statut: 'scanne', regles: [], lecture: { pages_pdf: 3 } });
+    expect(scanned.resultat.reglement_url).toMatch(/scanne\.pdf$/);
     expect(scanned.credits).toEqual({ debites: 0, restants: 500 });
+    // No rules document published for the zone: said as such, not as a scanned PDF.
+    const unpublished = (await post(org.cle, { ...POINTS.non_publie, attendre: 60 })).json();
+    expect(unpublished.resultat).toMatchObject({
+      statut: 'non_publie',
+      zone: { code: 'N' },
+      reglement_url: null,
+      lecture: null,
+      regles: [],
+    });
+    expect(unpublished.resultat.message).toMatch(/Aucun règlement écrit n’est publié/);
+    expect(unpublished.credits.debites).toBe(0);
     const none = (await post(org.cle, { ...POINTS.hors_zone, attendre: 60 })).json();
     expect(none.resultat).toMatchObject({ statut: 'zone_absente', regles: [] });
     expect(none.credits.debites).toBe(0);
