@@ -46,6 +46,15 @@ export const CreditsSchema = z
   })
   .describe('Crédits de l’appel.');
 
+/**
+ * The published shape of an object that a `champs` selection can reduce to some of its fields: every field still
+ * described, none required, so that a reduced object is valid against the description (and against the clients
+ * generated from it). `complet` says in the description when every field is served.
+ */
+export function selectable<T extends z.ZodObject>(schema: T, complet: string) {
+  return schema.partial().describe(`${schema.description ?? ''} ${complet}`.trim());
+}
+
 /** Who is calling, as established by authentication. */
 export interface Caller {
   organisationId: string;
