@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { contractOf } from '../support/contrat.ts';
 import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../../domain/qualite.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import {
@@ -23,6 +24,8 @@ let t: TestApp;
 let runtime: Awaited<ReturnType<typeof createRuntime>>;
 let model: ModelServer;
 let pdfs: Awaited<ReturnType<typeof servePdfs>>;
+/** Every envelope served here, rules included, is checked against the published description. */
+let contrat: Awaited<ReturnType<typeof contractOf>>;
 
 beforeAll(async () => {
   if (!hasPluData) return;
@@ -32,6 +35,7 @@ beforeAll(async () => {
   pdfs = await servePdfs();
   await importZones(t.db, pdfs.url);
   await runtime.startWorker(t.db, model.url);
+  contrat = await contractOf(t.app);
 }, 120_000);
 afterAll(async () => {
   await runtime?.close();
@@ -61,6 +65,7 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
     const org = await t.organisation({ acces: 'usage' });
     const started = await post(org.cle, { ...POINTS.ua });
     expect(started.statusCode, started.body).toBe(202);
+    contrat.expectDescribed('lire_plu', started);
     const envelope = started.json();
     expect(started.headers.location).toBe(`/api/v1/urbanisme/reglements/${envelope.tache.id}`);
     expect(envelope.tache).toMatchObject({ operation: 'lire_plu', resultat_url: started.headers.location });
@@ -68,6 +73,7 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
     expect(envelope.credits).toEqual({ debites: 60, restants: 440 });
 
     const done = await get(org.cle, `${started.headers.location}?attendre=60`);
+    contrat.expectDescribed('resultat_lire_plu', done);
     const body = done.json();
     expect(body.tache.statut, JSON.stringify(body.erreur)).toBe('terminee');
     const resultat = body.resultat;
@@ -100,12 +106,16 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
 
   it('asserts nothing and debits nothing for a scanned PDF, a zone without rules document or a point without zone', async () => {
     const org = await t.organisation({ acces: 'usage' });
-    const scanned = (await post(org.cle, { ...POINTS.scanne, attendre: 60 })).json();
+    const scannedRes = await post(org.cle, { ...POINTS.scanne, attendre: 60 });
+    contrat.expectDescribed('lire_plu', scannedRes);
+    const scanned = scannedRes.json();
     expect(scanned.resultat).toMatchObject({ statut: 'scanne', regles: [], lecture: { pages_pdf: 3 } });
     expect(scanned.resultat.reglement_url).toMatch(/scanne\.pdf$/);
     expect(scanned.credits).toEqual({ debites: 0, restants: 500 });
     // No rules document published for the zone: said as such, not as a scanned PDF.
-    const unpublished = (await post(org.cle, { ...POINTS.non_publie, attendre: 60 })).json();
+    const unpublishedRes = await post(org.cle, { ...POINTS.non_publie, attendre: 60 });
+    contrat.expectDescribed('lire_plu', unpublishedRes);
+    const unpublished = unpublishedRes.json();
     expect(unpublished.resultat).toMatchObject({
       statut: 'non_publie',
       zone: { code: 'N' },
@@ -193,6 +203,7 @@ suite('task failures and webhook deliveries', () => {
         headers: { authorization: `Bearer ${org.cle}`, 'content-type': 'application/json' },
         payload: JSON.stringify({ ...POINTS.ua, attendre: 60 }),
       });
+      contrat.expectDescribed('lire_plu', res);
       const body = res.json();
       expect(body.tache.statut).toBe('echouee');
       expect(body.erreur).toMatchObject({ code: 'modele_indisponible' });
