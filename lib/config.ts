@@ -11,6 +11,11 @@ export const ConfigSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('.data'),
   DATABASE_URL: z.string().url().optional(),
+  /**
+   * As root, the embedded PostgreSQL runs as the unprivileged `postgres` user: what that user cannot reach (a checkout
+   * under /root) is placed here instead, binaries and data (the start line says where).
+   */
+  EMBEDDED_PG_ROOT_DIR: z.string().min(1).default('/var/lib/svc'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN doit faire au moins 16 caractères').optional(),
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   /** Task queue shared by the api (which starts workflows) and the workers (which run them). */

@@ -245,7 +245,8 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
 
   function vet(target: Target, address: string): void {
     const kind = classifyAddress(address);
-    const shown = target.host === address ? address : `« ${target.host} » (${address})`;
+    // The name as the caller wrote it, never what it resolves to: a refusal must not map our network for a customer.
+    const shown = `« ${target.host} »`;
     if (kind === 'interdite' || (kind === 'loopback' && !options.allowLoopback)) {
       throw new OutboundError(
         'adresse_interdite',

@@ -26,7 +26,9 @@ const dataDir = path.resolve(config.DATA_DIR);
 // Registered first, so that a stop asked for while starting stops what has started; whatever is still starting has
 // its own guard that ends it with this process.
 const stops: Array<() => Promise<void>> = [];
+let stopping = false;
 onShutdown(async () => {
+  stopping = true;
   for (const stop of stops) await stop();
 });
 let databaseUrl = config.DATABASE_URL;
@@ -36,7 +38,7 @@ let demonstration = false;
 try {
   await mkdir(dataDir, { recursive: true });
   if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres(dataDir);
+    const embedded = await startEmbeddedPostgres(dataDir, { rootDir: config.EMBEDDED_PG_ROOT_DIR });
     databaseUrl = embedded.url;
     stops.push(embedded.stop);
     console.log(
@@ -97,10 +99,25 @@ try {
     await workerDb.end();
   });
 } catch (error) {
+  // A stop asked for while starting: what failed is what the stop closed; its handler ends the process.
+  if (stopping) await new Promise(() => {});
   for (const stop of stops) await stop().catch(() => {});
   // One sentence that says what happened and what to do, never a stack trace.
-  console.error(`Le service n’a pas démarré : ${error instanceof Error ? error.message : String(error)}`);
+  console.error(`Le service n’a pas démarré : ${explain(error)}`);
   process.exit(1);
+}
+
+/** The failures a user can fix, said with what to do; the others with their own message. */
+function explain(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'EADDRINUSE') return `le port ${config.PORT} est déjà pris : choisissez-en un autre avec PORT=….`;
+  if (code === 'EACCES' && /listen/.test(message ?? ''))
+    return `le port ${config.PORT} est réservé : PORT=3000 ou plus.`;
+  const database = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', '28P01', '28000', '3D000'];
+  if (config.DATABASE_URL && code && database.includes(code)) {
+    return `PostgreSQL de DATABASE_URL injoignable ou refusé (${message}) : vérifiez l’adresse, ou retirez DATABASE_URL pour le serveur embarqué.`;
+  }
+  return message ?? String(error);
 }
 
 const base = server.url;

@@ -14,7 +14,7 @@ if (!config.TEMPORAL_ADDRESS) {
   console.error('TEMPORAL_ADDRESS est requis pour lancer le worker seul ; `npm start` lance aussi Temporal.');
   process.exit(2);
 }
-const database = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
+const database = await connectDataDir(config);
 const db = createDb(database.url);
 await migrate(db);
 const worker = await startWorker({

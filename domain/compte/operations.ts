@@ -350,8 +350,8 @@ export const validerAdresse = defineOperation({
     const dansConfiance = input.confiance ? classerFait(input.confiance) : null;
     if (dansConfiance) throw invalidField('confiance', `Texte refusé : ${dansConfiance.motif}`);
 
-    const { rows } = await ctx.services.db.query<{ precedente: Date | null }>(
-      `WITH avant AS (SELECT valide_le FROM adresses_validees WHERE annonce_id = $1)
+    const { rows } = await ctx.services.db.query<{ precedente: Date | null; precedente_organisation: string | null }>(
+      `WITH avant AS (SELECT valide_le, organisation_id FROM adresses_validees WHERE annonce_id = $1)
        INSERT INTO adresses_validees
          (annonce_id, libelle, lat, lon, precision, confiance, compte_id, organisation_id, valide_le)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -359,7 +359,8 @@ export const validerAdresse = defineOperation({
          libelle = EXCLUDED.libelle, lat = EXCLUDED.lat, lon = EXCLUDED.lon, precision = EXCLUDED.precision,
          confiance = EXCLUDED.confiance, compte_id = EXCLUDED.compte_id, organisation_id = EXCLUDED.organisation_id,
          valide_le = EXCLUDED.valide_le
-       RETURNING (SELECT valide_le FROM avant) AS precedente`,
+       RETURNING (SELECT valide_le FROM avant) AS precedente,
+                 (SELECT organisation_id FROM avant)::text AS precedente_organisation`,
       [
         input.id,
         input.libelle,
@@ -372,10 +373,14 @@ export const validerAdresse = defineOperation({
         ctx.services.now(),
       ],
     );
-    const precedente = rows[0]?.precedente;
-    const note = precedente
-      ? `Adresse enregistrée ; elle remplace celle validée le ${precedente.toISOString().slice(0, 10)}.`
-      : 'Adresse enregistrée : première validation pour cette annonce.';
+    const { precedente, precedente_organisation } = rows[0] ?? {};
+    // The date of an earlier validation is the caller's own business only: another organisation's activity is never
+    // served, not even when it was.
+    const note = !precedente
+      ? 'Adresse enregistrée : première validation pour cette annonce.'
+      : precedente_organisation === String(ctx.caller.organisationId)
+        ? `Adresse enregistrée ; elle remplace celle validée le ${precedente.toISOString().slice(0, 10)}.`
+        : 'Adresse enregistrée ; elle remplace une validation antérieure.';
     return { enregistre: true, id: input.id, libelle: input.libelle, note };
   },
 });

@@ -137,6 +137,14 @@ export function plainOf(text: string): string {
   return cleanText(text).replace(BOLD, '$1');
 }
 
+/** The text, or as much of it as fits followed by an ellipsis (the footer's title). */
+export function shortened(text: string, fits: (text: string) => boolean): string {
+  if (fits(text)) return text;
+  const chars = [...text];
+  while (chars.length > 1 && !fits(`${chars.join('')}…`)) chars.pop();
+  return `${chars.join('').trimEnd()}…`;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Dates and per-type furniture.
 

@@ -41,18 +41,23 @@ import {
   runsOf,
   sectionHeadings,
   sectionOrder,
+  shortened,
   tableSize,
   type DocumentSource,
   type RenderOptions,
   type Run,
   type Tableau,
 } from './document.ts';
+import { widestWidthAt1 } from './fonts.ts';
 
 /** A4 in twentieths of a point. */
 const A4 = { width: 11906, height: 16838 };
+/** See fonts.ts for the fonts a reader sees instead, and how the tables allow for them. */
 const FONT = 'Arial';
 const ACCENT = '1C4578';
 const GREY = '5F656F';
+/** Twips between a table cell's edge and its text. */
+const CELL_MARGIN = 70;
 
 interface Layout {
   contentWidth: number;
@@ -174,11 +179,15 @@ function contentsBlock(doc: DocumentSource): Paragraph[] {
 }
 
 function table(tableau: Tableau, layout: Layout): Table {
-  // Word measures the text itself; an average glyph width of Arial is close enough to share out the columns.
-  const measureAt1 = (text: string, bold: boolean) => [...text].length * 20 * (bold ? 0.6 : 0.55);
-  const size = tableSize(tableau, layout.body, layout.contentWidth, measureAt1, 70);
+  // Word and LibreOffice flow the text, but with a fixed layout they cut a word that is wider than its column less
+  // the cell margins: the columns are sized for the widest font the reader may see (fonts.ts), in twips, with half a
+  // point to spare for widths rounded to the twip.
+  const measureAt1 = (text: string, bold: boolean) => widestWidthAt1(text, bold) * 20;
+  const padding = CELL_MARGIN + 5;
+  // Down to a half-point, Word's step: a size rounded up would set the words wider than they were measured.
+  const size = Math.floor(tableSize(tableau, layout.body, layout.contentWidth, measureAt1, padding) * 2) / 2;
   const measure = (text: string, bold: boolean) => measureAt1(text, bold) * size;
-  const widths = columnWidths(tableau, layout.contentWidth, measure, 70).map(Math.floor);
+  const widths = columnWidths(tableau, layout.contentWidth, measure, padding).map(Math.floor);
   const right = numericColumns(tableau);
   const border = { style: BorderStyle.SINGLE, size: 4, color: 'BFC7D1' };
   const borders = { top: border, bottom: border, left: border, right: border };
@@ -187,7 +196,7 @@ function table(tableau: Tableau, layout: Layout): Table {
       width: { size: widths[j], type: WidthType.DXA },
       borders,
       shading: fill ? { type: ShadingType.CLEAR, fill, color: 'auto' } : undefined,
-      margins: { top: 50, bottom: 50, left: 70, right: 70 },
+      margins: { top: 50, bottom: 50, left: CELL_MARGIN, right: CELL_MARGIN },
       children: [
         new Paragraph({
           alignment: right[j] ? AlignmentType.RIGHT : AlignmentType.LEFT,
@@ -311,7 +320,8 @@ export async function renderDocx(doc: DocumentSource, options: RenderOptions = {
         border: { top: { style: BorderStyle.SINGLE, size: 4, color: 'BFC7D1', space: 4 } },
         children: [
           new TextRun({
-            text: title.length > 90 ? `${title.slice(0, 89)}…` : title,
+            // The PDF's share of the line, so that the page number stays beside it whichever font the reader sees.
+            text: shortened(title, (text) => widestWidthAt1(text, false) * 8 * 20 <= layout.contentWidth * 0.6),
             color: GREY,
             size: half(8),
           }),

@@ -4,9 +4,6 @@
  * PDF fonts only know WinAnsi: œ, €, « », narrow no-break spaces and ☐ must come out as typed.
  */
 import fontkit from '@pdf-lib/fontkit';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { PageSizes, PDFDocument, rgb, type PDFFont, type PDFPage, type RGB } from 'pdf-lib';
 import {
   addresseeLines,
@@ -23,6 +20,7 @@ import {
   runsOf,
   sectionHeadings,
   sectionOrder,
+  shortened,
   tableSize,
   type DocumentSource,
   type RenderOptions,
@@ -30,20 +28,7 @@ import {
   type Section,
   type Tableau,
 } from './document.ts';
-
-const FONT_DIR = path.join(
-  path.dirname(createRequire(import.meta.url).resolve('dejavu-fonts-ttf/package.json')),
-  'ttf',
-);
-let fontFiles: { regular: Uint8Array; bold: Uint8Array } | undefined;
-/** Read once per process: 1.4 MB that every document embeds a subset of. */
-function fonts() {
-  fontFiles ??= {
-    regular: readFileSync(path.join(FONT_DIR, 'DejaVuSans.ttf')),
-    bold: readFileSync(path.join(FONT_DIR, 'DejaVuSans-Bold.ttf')),
-  };
-  return fontFiles;
-}
+import { dejaVuFiles } from './fonts.ts';
 
 const INK = rgb(0.1, 0.1, 0.12);
 const GREY = rgb(0.38, 0.4, 0.44);
@@ -569,11 +554,7 @@ function footers(w: Writer, doc: DocumentSource, s: Sizes) {
   const title = plainOf(doc.titre).replace(/\s+/g, ' ').trim();
   const size = s.small - 0.5;
   const maxTitle = w.contentWidth * 0.6;
-  let shown = title;
-  if (w.width(shown, false, size) > maxTitle) {
-    while (shown.length > 1 && w.width(`${shown}…`, false, size) > maxTitle) shown = shown.slice(0, -1);
-    shown = `${shown.trimEnd()}…`;
-  }
+  const shown = shortened(title, (text) => w.width(text, false, size) <= maxTitle);
   const baseline = w.bottom - 26;
   w.pages.forEach((page, i) => {
     page.drawLine({
@@ -598,7 +579,7 @@ function footers(w: Writer, doc: DocumentSource, s: Sizes) {
 export async function renderPdf(doc: DocumentSource, options: RenderOptions = {}): Promise<Uint8Array> {
   const pdf = await PDFDocument.create();
   pdf.registerFontkit(fontkit);
-  const files = fonts();
+  const files = dejaVuFiles();
   // No OpenType shaping. Ligatures would turn "fi" into one glyph that copies and searches badly; the positioning
   // features (kern, mark) are lost anyway since pdf-lib writes glyphs without positions; and the text is NFC, so
   // nothing needs composing. Shaping off makes the layout about 40 % faster.

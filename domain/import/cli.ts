@@ -34,7 +34,7 @@ export function lireArguments<C extends ParseArgsConfig>(config: C, usage: strin
  */
 export async function avecBaseDeDonnees<T>(work: (db: Db) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const server = await connectDataDir(config.DATA_DIR, config.DATABASE_URL);
+  const server = await connectDataDir(config);
   const db = createDb(server.url, 4);
   try {
     await migrate(db);

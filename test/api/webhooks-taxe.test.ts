@@ -103,6 +103,20 @@ describe('taxe_amenagement over HTTP', () => {
     expect(again.json().credits).toEqual({ debites: 0, restants: 499 });
   });
 
+  it('shares its response cache across organisations without telling one what another asked', async () => {
+    const a = await t.organisation({ acces: 'usage' });
+    const b = await t.organisation({ acces: 'usage' });
+    const question = { ...body, surface_taxable_creee_m2: 87 };
+    const first = await t.call('POST', '/fiscal/taxe-amenagement', a.cle, question);
+    const second = await t.call('POST', '/fiscal/taxe-amenagement', b.cle, question);
+    // B is billed as if nobody had asked before, and reads nothing of A's request: same body but its own credits.
+    expect(second.json().credits).toEqual({ debites: 1, restants: 499 });
+    const { credits: _a, ...answerA } = first.json();
+    const { credits: _b, ...answerB } = second.json();
+    expect(answerB).toEqual(answerA);
+    for (const name of ['age', 'x-cache', 'last-modified']) expect(second.headers[name]).toBeUndefined();
+  });
+
   it('serves the sandbox communes to pk_test_ keys without debit, and refuses the others', async () => {
     const org = await t.organisation({}, { mode: 'test' });
     const ok = await t.call('POST', '/fiscal/taxe-amenagement', org.cle, body);

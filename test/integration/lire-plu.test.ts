@@ -18,6 +18,7 @@ import { createRuntime } from '../support/runtime.ts';
 
 // The real Latresne rules PDF lives beside the project (../shared/data); without it this suite has nothing to read.
 const suite = hasPluData ? describe : describe.skip;
+const NEEDS_DATA = hasPluData ? '' : ' (skipped: ../shared/data/plu_pdf absent)';
 
 let t: TestApp;
 let runtime: Awaited<ReturnType<typeof createRuntime>>;
@@ -56,7 +57,7 @@ function pdftotextPage(page: number): string {
   return text.replace(/\s+/g, ' ').replace(/[’']/g, "'");
 }
 
-suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
+suite(`lire_plu on Temporal, with the real Latresne rules PDF${NEEDS_DATA}`, () => {
   it('answers 202 with Location, then reads the zone with every quotation on its stated page', async () => {
     const org = await t.organisation({ acces: 'usage' });
     const started = await post(org.cle, { ...POINTS.ua });
@@ -162,7 +163,7 @@ suite('lire_plu on Temporal, with the real Latresne rules PDF', () => {
   });
 });
 
-suite('task failures and webhook deliveries', () => {
+suite(`task failures and webhook deliveries${NEEDS_DATA}`, () => {
   it('fails the task and gives the 60 credits back when the model always fails', async () => {
     const failing = await startModelServer(() => ({ status: 500 }));
     const failingRuntime = await createRuntime();
@@ -260,7 +261,7 @@ suite('task failures and webhook deliveries', () => {
   }, 60_000);
 });
 
-suite('a worker killed in the middle of a reading', () => {
+suite(`a worker killed in the middle of a reading${NEEDS_DATA}`, () => {
   it('lets the task end terminee after a restart, with one debit of 60', async () => {
     const slow = await startModelServer();
     let calls = 0;

@@ -123,6 +123,18 @@ describe('refusals before any connection', () => {
     );
   });
 
+  it('never says what a refused name resolves to', async () => {
+    const client = createOutboundHttp({
+      allowLoopback: false,
+      resolve: async () => [{ address: '10.20.30.40', family: 4 }],
+    });
+    const error = await rejection(client.checkUrl('https://interne.example:39555/'));
+    expect(error.reason).toBe('adresse_interdite');
+    expect(error.message).toContain('« interne.example »');
+    expect(error.message).not.toMatch(/10\.20\.30\.40/);
+    expect((await rejection(strict.checkUrl('https://localhost/'))).message).not.toMatch(/127\.0\.0\.1|::1/);
+  });
+
   it('keeps private ranges closed when loopback is allowed', async () => {
     expect((await rejection(local.checkUrl('https://10.0.0.1/'))).reason).toBe('adresse_interdite');
     expect((await rejection(local.checkUrl('https://169.254.169.254/'))).reason).toBe('adresse_interdite');

@@ -324,6 +324,25 @@ describe('valider_adresse', () => {
     expect(rows[0].valide_le.toISOString()).toBe('2025-03-05T10:00:00.000Z');
   });
 
+  it('never tells another organisation when the address it replaces was validated', async () => {
+    const id = 'portal_c:777';
+    await appeler(validerAdresse, { id, libelle: '5 rue des Lilas, 33000 Bordeaux' });
+    horloge = new Date('2025-03-09T10:00:00Z');
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO organisations (nom, acces, portees, quota_minute) VALUES ('Autre', 'usage', '{compte}', 100) RETURNING id`,
+    );
+    const compte = await db.query<{ id: string }>('INSERT INTO comptes (organisation_id) VALUES ($1) RETURNING id', [
+      rows[0].id,
+    ]);
+    const autre: OperationContext = {
+      ...ctx,
+      caller: { ...ctx.caller, organisationId: rows[0].id, compteId: compte.rows[0].id, cleId: randomUUID() },
+    };
+    const note = (await appeler(validerAdresse, { id, libelle: '7 rue des Lilas, 33000 Bordeaux' }, autre)).note;
+    expect(note).toBe('Adresse enregistrée ; elle remplace une validation antérieure.');
+    expect(note).not.toMatch(/\d{4}-\d{2}-\d{2}/);
+  });
+
   it('refuses a latitude without longitude and personal data in the shared cache', async () => {
     const base = { id: 'portal_b:abc', libelle: '3 place du Docteur Roux, 75015 Paris' };
     expect((await erreur(appeler(validerAdresse, { ...base, lat: 48.8 }))).erreurs?.[0].champ).toBe('lon');

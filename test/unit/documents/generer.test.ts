@@ -9,7 +9,16 @@ import {
 } from '../../../domain/documents/document.ts';
 import { renderDocx, renderPdf } from '../../../domain/documents/generer.ts';
 import { createRenderPool, RenderAborted } from '../../../domain/documents/pool.ts';
-import { libreOffice, pdfInfo, pdfText, pdfWords, pdfXml, rapportAcceptation, squash } from './outils-generation.ts';
+import {
+  libreOffice,
+  pdfFonts,
+  pdfInfo,
+  pdfText,
+  pdfWords,
+  pdfXml,
+  rapportAcceptation,
+  squash,
+} from './outils-generation.ts';
 
 const now = new Date('2025-03-01T10:00:00Z');
 /** Pages of a pdftotext reading (form feed between pages, one after the last). */
@@ -111,6 +120,11 @@ describe('every type has the layout a professional expects', () => {
         const info = await pdfInfo(bytes);
         expect(info.width > info.height, type).toBe(type === 'comparatif');
       }
+      // The PDF carries its fonts: it reads the same on a machine that has none of them.
+      const fonts = await pdfFonts(pdfs[i]);
+      expect(fonts.length, type).toBeGreaterThan(0);
+      for (const font of fonts)
+        expect(font, type).toEqual({ name: expect.stringMatching(/^DejaVuSans/), embedded: true });
     }
   }, 120_000);
 
@@ -204,8 +218,15 @@ describe('tables', () => {
 
   it('12 columns × 200 rows span pages in both formats, every row kept, the header row at the top of each page', async () => {
     const [pdf, docx] = await Promise.all([renderPdf(wide, { now }), renderDocx(wide, { now })]);
+    // The Word file read with the machine's fonts, and with DejaVu alone (a Debian without Arial's look-alike
+    // Liberation Sans), where its Arial comes out in the wider DejaVu Sans: each header word must still fit its column.
+    const [machine, dejaVu] = await Promise.all([
+      libreOffice(docx, 'pdf', 'pdf'),
+      libreOffice(docx, 'pdf', 'pdf', { dejaVuOnly: true }),
+    ]);
+    expect(new Set((await pdfFonts(dejaVu)).map((f) => f.name))).toEqual(new Set(['DejaVuSans', 'DejaVuSans-Bold']));
     const header = squash(wide.sections[0].tableau!.colonnes.join(' '));
-    for (const bytes of [pdf, await libreOffice(docx, 'pdf', 'pdf')]) {
+    for (const bytes of [pdf, machine, dejaVu]) {
       const pages = pagesOf(await pdfText(bytes, true)).map((p) => p.split('\n').map(squash).filter(Boolean));
       const lines = pages.flat();
       for (const row of wide.sections[0].tableau!.lignes) expect(lines).toContain(row.join(' '));

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { DocumentSource } from '../../../domain/documents/document.ts';
+import { DEJAVU_DIR } from '../../../domain/documents/fonts.ts';
 
 const run = promisify(execFile);
 
@@ -79,11 +80,52 @@ export async function pdfInfo(bytes: Uint8Array): Promise<{ pages: number; width
   });
 }
 
-/** Word file converted by LibreOffice headless (`html`, `pdf`, `txt:Text (encoded):UTF8`…); the converted bytes. */
-export function libreOffice(docx: Uint8Array, target: string, extension: string): Promise<Buffer> {
+/** The fonts a PDF uses (pdffonts), subset tags dropped, and whether the PDF carries each. */
+export function pdfFonts(bytes: Uint8Array): Promise<Array<{ name: string; embedded: boolean }>> {
+  return withTempDir(async (dir) => {
+    const file = path.join(dir, 'document.pdf');
+    await writeFile(file, bytes);
+    const { stdout } = await run('pdffonts', [file]);
+    const [, rule, ...rows] = stdout.split('\n');
+    // Columns are fixed-width (a type may hold a space: "CID TrueType"): the rule under the titles gives them.
+    const columns = [...rule.matchAll(/-+/g)].map((m) => [m.index, m.index + m[0].length]);
+    const cell = (row: string, i: number) => row.slice(columns[i][0], columns[i][1]).trim();
+    return rows
+      .filter((row) => row.trim())
+      .map((row) => ({ name: cell(row, 0).replace(/^[A-Z]{6}\+/, ''), embedded: cell(row, 3) === 'yes' }));
+  });
+}
+
+/**
+ * Word file converted by LibreOffice headless (`html`, `pdf`, `txt:Text (encoded):UTF8`…); the converted bytes.
+ * `dejaVuOnly` hides the machine's fonts from LibreOffice and gives it DejaVu alone, as on a Debian machine where
+ * nothing but `fonts-dejavu-core` is installed: Arial then comes out in DejaVu Sans, wider than Arial.
+ */
+export function libreOffice(
+  docx: Uint8Array,
+  target: string,
+  extension: string,
+  { dejaVuOnly = false } = {},
+): Promise<Buffer> {
   return withTempDir(async (dir) => {
     const file = path.join(dir, 'document.docx');
     await writeFile(file, docx);
+    const env = { ...process.env };
+    if (dejaVuOnly) {
+      // The system's rules (Arial → sans-serif → DejaVu Sans…) still apply; only the font directories change.
+      env.FONTCONFIG_FILE = path.join(dir, 'fonts.conf');
+      await writeFile(
+        env.FONTCONFIG_FILE,
+        `<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<fontconfig>
+  <dir>${DEJAVU_DIR}</dir>
+  <include ignore_missing="yes">/etc/fonts/conf.d</include>
+  <cachedir>${path.join(dir, 'fontconfig')}</cachedir>
+</fontconfig>
+`,
+      );
+    }
     await run(
       'soffice',
       [
@@ -96,7 +138,7 @@ export function libreOffice(docx: Uint8Array, target: string, extension: string)
         dir,
         file,
       ],
-      { timeout: 120_000 },
+      { timeout: 120_000, env },
     );
     return readFile(path.join(dir, `document.${extension}`));
   });

@@ -15,7 +15,7 @@ export const LATRESNE_PDFTOTEXT = path.join(DIR, 'DERIVED_latresne_33234_regleme
 export const IMAGE_ONLY_PDF = path.join(DIR, 'DERIVED_latresne_33234_p14-16_image_only.pdf');
 
 export const hasLatresne = existsSync(LATRESNE_PDF);
-export const SKIP_REASON = `(skipped: ${DIR} absent)`;
+export const SKIP_REASON = '(skipped: ../shared/data/plu_pdf absent)';
 
 let extracted: Promise<ExtractedText> | null = null;
 
