@@ -93,8 +93,9 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     return sendProblem(request, reply, new ApiError('corps_illisible', 'Le corps n’est pas un JSON lisible.'));
   }
   if (error.code?.startsWith('FST_') && error.statusCode && error.statusCode < 500) {
-    // Any other refusal of the framework itself is a bad request, said as a problem like the others.
-    return sendProblem(request, reply, new ApiError('parametres_invalides', 'Requête refusée : ' + error.message));
+    // Any other refusal of the framework itself is a bad request, said as a problem like the others (its own
+    // message is English: its code tells the rest).
+    return sendProblem(request, reply, new ApiError('parametres_invalides', `Requête refusée (${error.code}).`));
   }
   request.log.error({ err: error }, 'erreur interne');
   return sendProblem(
