@@ -92,20 +92,23 @@ function operationObject(operation: Operation) {
   for (const type of operation.representation?.types ?? []) {
     served[type] = { schema: { type: 'string', contentMediaType: type } };
   }
-  const responses: Record<string, unknown> = {
-    '200': {
-      description: operation.task ? 'La tâche est terminée ou a échoué : enveloppe remplie.' : 'Réponse servie.',
-      headers: SERVED_HEADERS,
-      content: served,
-    },
-  };
+  const responses: Record<string, unknown> = {};
   if (operation.task && operation.method === 'POST') {
     responses['202'] = {
-      description: 'Tâche acceptée, en cours : lire `Location` (ou `tache.resultat_url`), ou attendre le webhook.',
+      description:
+        'Tâche acceptée : lire `Location` (ou `tache.resultat_url`), ou attendre le webhook. Toujours 202, même quand la tâche a fini pendant `attendre` : `tache.statut` le dit, et l’enveloppe porte alors `resultat` (`terminee`) ou `erreur` (`echouee`).',
       headers: {
         ...SERVED_HEADERS,
         Location: { description: 'Chemin du résultat de la tâche.', schema: { type: 'string' } },
       },
+      content: served,
+    };
+  } else {
+    responses['200'] = {
+      description: operation.task
+        ? 'État de la tâche : `resultat` rempli une fois `terminee`, `erreur` si `echouee`.'
+        : 'Réponse servie.',
+      headers: SERVED_HEADERS,
       content: served,
     };
   }

@@ -241,14 +241,15 @@ async function serve(
     // The envelope carries the task's own credits: reserved at its start, settled by the task itself.
     const { credits, tache } = output as {
       credits: { debites: number; restants: number | null };
-      tache: { statut: string; resultat_url: string };
+      tache: { resultat_url: string };
     };
     reply.header('Svc-Credits-Debites', credits.debites);
     if (credits.restants !== null) reply.header('Svc-Credits-Restants', credits.restants);
-    const running = tache.statut === 'en_attente' || tache.statut === 'en_cours';
+    // Starting a task answers 202 whatever `attendre` did: a client tells an ended task by `tache.statut`, and the
+    // envelope then carries `resultat` or `erreur`. Reading a task (GET) answers 200.
     if (request.method === 'POST') reply.header('Location', tache.resultat_url);
     return reply
-      .code(request.method === 'POST' && running ? 202 : 200)
+      .code(request.method === 'POST' ? 202 : 200)
       .type('application/json; charset=utf-8')
       .send(payload);
   }

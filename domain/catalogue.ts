@@ -47,6 +47,15 @@ export const CreditsSchema = z
   })
   .describe('Crédits de l’appel.');
 
+/**
+ * The published shape of an object that a `champs` selection can reduce to some of its fields: every field still
+ * described, none required, so that a reduced object is valid against the description (and against the clients
+ * generated from it). `complet` says in the description when every field is served.
+ */
+export function selectable<T extends z.ZodObject>(schema: T, complet: string) {
+  return schema.partial().describe(`${schema.description ?? ''} ${complet}`.trim());
+}
+
 /** Who is calling, as established by authentication. */
 export interface Caller {
   organisationId: string;
@@ -121,7 +130,8 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   /**
    * A task operation: its output is the task envelope with the task's own `credits` block (reserved when the task
    * starts, debited on success, given back on failure), so the pipeline neither bills nor adds a block; a POST
-   * answers 202 with `Location` while the task runs, 200 once it has ended.
+   * answers 202 with `Location`, even when the task ended within `attendre` (the envelope then carries the result),
+   * a GET of the task answers 200.
    */
   task?: boolean;
   /**
