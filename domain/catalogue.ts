@@ -6,6 +6,7 @@ import type { ErrorCode } from './errors.ts';
 import type { RenderPool } from './documents/pool.ts';
 import type { FileDelivery } from './documents/telechargement.ts';
 import type { TaskEngine } from './taches/taches.ts';
+import { lireEntree } from './entrees.ts';
 
 export const SCOPES = [
   'compte',
@@ -150,6 +151,14 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
 /** Declares an operation with its types inferred: the single place where an operation is described. */
 export function defineOperation<S extends z.ZodObject, O>(operation: Operation<S, O>): Operation<S, O> {
   return operation;
+}
+
+/**
+ * The input of an operation from its flat raw input (path parameters with the query string or the JSON body, or a
+ * tool call's arguments): the operation's schema, under the rules every input obeys (domain/entrees.ts).
+ */
+export function parseInput<S extends z.ZodObject>(operation: Operation<S>, raw: unknown) {
+  return lireEntree(operation.input, raw);
 }
 
 /** Credits a result costs, from the operation's price and unit. */

@@ -47,6 +47,30 @@ export const ERRORS = {
     debit: NOTHING_DEBITED,
     action: 'Alléger le corps : découper un lot en plusieurs appels, raccourcir le texte envoyé.',
   },
+  requete_illisible: {
+    status: 400,
+    title: 'Requête HTTP illisible',
+    when: 'Le serveur HTTP ne peut pas lire la requête elle-même, avant toute route : `Content-Length` négatif, répété ou donné avec `Transfer-Encoding`, découpage du corps invalide, en-tête mal formé. La connexion est fermée.',
+    debit: NOTHING_DEBITED,
+    action:
+      'Corriger le client HTTP ou le mandataire qui forme la requête ; une bibliothèque HTTP courante ne produit pas ces requêtes.',
+  },
+  entetes_trop_lourds: {
+    status: 431,
+    title: 'En-têtes trop lourds',
+    when: 'La ligne de requête (chemin et paramètres compris) et les en-têtes dépassent ensemble la taille admise (16 Kio). La connexion est fermée.',
+    debit: NOTHING_DEBITED,
+    action:
+      'Raccourcir le chemin, les paramètres ou les en-têtes (cookies compris) ; un long contenu va dans un corps JSON.',
+  },
+  requete_trop_lente: {
+    status: 408,
+    title: 'Requête trop lente',
+    when: 'La requête (en-têtes et corps) n’est pas arrivée en entier dans le délai admis (30 s par défaut ; le `detail` le donne) : client bloqué ou connexion trop lente. La connexion est fermée.',
+    debit: NOTHING_DEBITED,
+    action:
+      'Renvoyer la requête d’un trait, sur une nouvelle connexion ; un corps volumineux demande un débit suffisant.',
+  },
   cle_absente: {
     status: 401,
     title: 'Clé absente',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { QualiteSchema } from '../qualite.ts';
 import { CreditsSchema, defineOperation, type OperationContext } from '../catalogue.ts';
+import { nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { balanceOf } from '../platform/ledger.ts';
 import { createTask, envelopeOf, MAX_WAIT_S, readTask, taskEnvelopeSchema, type TaskRow } from '../taches/taches.ts';
@@ -80,13 +81,9 @@ export const PluResultSchema = z.object({
 
 const PluEnvelopeSchema = taskEnvelopeSchema(PluResultSchema).extend({ credits: CreditsSchema });
 
-const attendre = z.coerce
-  .number()
-  .int()
-  .min(0)
-  .max(MAX_WAIT_S)
-  .default(0)
-  .describe('Secondes d’attente de la fin de la tâche (0-60) avant de répondre.');
+const attendre = nombre(z.number().int().min(0).max(MAX_WAIT_S).default(0)).describe(
+  'Secondes d’attente de la fin de la tâche (0-60) avant de répondre.',
+);
 
 const RESULT_PATH = (id: string) => `/api/v1/urbanisme/reglements/${id}`;
 
