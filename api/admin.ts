@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { lireEntree, nombre } from '../domain/entrees.ts';
 import { ApiError } from '../domain/errors.ts';
 import {
   CreditGrantSchema,
@@ -16,7 +17,7 @@ import { fieldErrors } from './problems.ts';
 
 const IdParams = z.object({ id: z.uuid('identifiant uuid attendu') });
 const ReleveQuery = z.object({
-  limite: z.coerce.number().int().min(1).max(200).default(50),
+  limite: nombre(z.number().int().min(1).max(200).default(50)),
   curseur: z.string().min(1).max(1024).optional(),
 });
 
@@ -25,7 +26,7 @@ function parse<S extends z.ZodType>(
   value: unknown,
   emplacement: 'chemin' | 'requete' | 'corps',
 ): z.output<S> {
-  const parsed = schema.safeParse(value ?? {});
+  const parsed = lireEntree(schema, value === undefined ? {} : value);
   if (parsed.success) return parsed.data;
   const erreurs = fieldErrors(parsed.error, () => emplacement);
   throw new ApiError('parametres_invalides', `Paramètres invalides : ${erreurs.map((e) => e.champ).join(', ')}.`, {

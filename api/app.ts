@@ -1,5 +1,4 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { randomUUID } from 'node:crypto';
 import type { Operation, Services } from '../domain/catalogue.ts';
 import { OPERATIONS } from '../domain/operations.ts';
 import { createAccounts } from '../domain/platform/accounts.ts';
@@ -15,7 +14,7 @@ import { fileDeliveryFromConfig } from '../domain/documents/telechargement.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
 import { createRateLimiter } from './rate-limit.ts';
-import { handleError, registerProblemHandlers } from './problems.ts';
+import { clientErrorHandler, handleError, newRequestId, registerProblemHandlers } from './problems.ts';
 
 export interface AppDeps {
   config: Config;
@@ -29,10 +28,21 @@ export interface AppDeps {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
   const operations = deps.operations ?? OPERATIONS;
+  const requestTimeoutMs = config.REQUEST_TIMEOUT_S * 1000;
   const app = Fastify({
     logger: config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL },
     bodyLimit: config.BODY_LIMIT_BYTES,
-    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
+    // A client that stalls while sending its headers or its body is cut (408) once the whole request has taken
+    // longer than this; Node checks its connections every second, so the cut comes within one more second. Once
+    // the request is received the bound no longer applies: a long operation answers in its own time.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, requestTimeoutMs),
+    },
+    clientErrorHandler: clientErrorHandler(config.REQUEST_TIMEOUT_S),
+    genReqId: newRequestId,
     requestIdHeader: false,
     return503OnClosing: true,
     // Long enough for every documented path parameter: the operation's own validation then says what is wrong.

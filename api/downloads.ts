@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../domain/catalogue.ts';
+import { genererDocument } from '../domain/documents/operations.ts';
 import { DOWNLOAD_ROUTE, purgeExpiredFiles, serveDownload } from '../domain/documents/telechargement.ts';
 import { ApiError } from '../domain/errors.ts';
+import type { ExtraPaths } from './openapi.ts';
 import { API_PREFIX } from './operation-routes.ts';
 
 const PURGE_EVERY_MS = 3_600_000;
@@ -13,7 +15,7 @@ export const DOWNLOAD_PATHS = {
       operationId: 'telecharger_document',
       summary: 'Télécharger un document généré (lien signé)',
       description:
-        'Le lien `fichier.url` rendu par `generer_document`, valable jusqu’à `fichier.expire_le`. Sans clé d’API : la signature tient lieu de droit. Un lien altéré, expiré ou dont le fichier est effacé répond 404 `ressource_absente`.',
+        'Le lien `fichier.url` rendu par `generer_document`, valable jusqu’à `fichier.expire_le`. Sans clé d’API : la signature tient lieu de droit. Gratuit : le document a été payé à sa génération. Un lien altéré, expiré ou dont le fichier est effacé répond 404 `ressource_absente`.',
       tags: ['documents'],
       security: [],
       parameters: [
@@ -41,9 +43,13 @@ export const DOWNLOAD_PATHS = {
           content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Probleme' } } },
         },
       },
+      'x-svc-credits': 0,
+      'x-svc-unite': 'appel',
+      // The link itself checks no key: its palier is the one it takes to obtain it, generer_document's.
+      'x-svc-palier-minimal': genererDocument.tier,
     },
   },
-};
+} satisfies ExtraPaths;
 
 export function registerDownloads(app: FastifyInstance, services: Services) {
   app.get<{ Params: { id: string; nom: string }; Querystring: { expire?: string; signature?: string } }>(

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { CreditsSchema, type Operation } from '../domain/catalogue.ts';
+import { CreditsSchema, type Operation, type Tier } from '../domain/catalogue.ts';
 import { ERRORS, type ErrorCode } from '../domain/errors.ts';
 import { API_PREFIX, pathParams } from './operation-routes.ts';
 import { ProblemSchema } from './problems.ts';
@@ -92,20 +92,23 @@ function operationObject(operation: Operation) {
   for (const type of operation.representation?.types ?? []) {
     served[type] = { schema: { type: 'string', contentMediaType: type } };
   }
-  const responses: Record<string, unknown> = {
-    '200': {
-      description: operation.task ? 'La tâche est terminée ou a échoué : enveloppe remplie.' : 'Réponse servie.',
-      headers: SERVED_HEADERS,
-      content: served,
-    },
-  };
+  const responses: Record<string, unknown> = {};
   if (operation.task && operation.method === 'POST') {
     responses['202'] = {
-      description: 'Tâche acceptée, en cours : lire `Location` (ou `tache.resultat_url`), ou attendre le webhook.',
+      description:
+        'Tâche acceptée : lire `Location` (ou `tache.resultat_url`), ou attendre le webhook. Toujours 202, même quand la tâche a fini pendant `attendre` : `tache.statut` le dit, et l’enveloppe porte alors `resultat` (`terminee`) ou `erreur` (`echouee`).',
       headers: {
         ...SERVED_HEADERS,
         Location: { description: 'Chemin du résultat de la tâche.', schema: { type: 'string' } },
       },
+      content: served,
+    };
+  } else {
+    responses['200'] = {
+      description: operation.task
+        ? 'État de la tâche : `resultat` rempli une fois `terminee`, `erreur` si `echouee`.'
+        : 'Réponse servie.',
+      headers: SERVED_HEADERS,
       content: served,
     };
   }
@@ -152,15 +155,17 @@ function operationObject(operation: Operation) {
   };
 }
 
+/** A route outside the catalogue still states its price and tier, as every operation of the description does. */
+export type ExtraPaths = Record<
+  string,
+  Record<string, Record<string, unknown> & { 'x-svc-credits': number; 'x-svc-palier-minimal': Tier }>
+>;
+
 /**
  * The OpenAPI 3.1.0 description, generated from the catalogue: one declaration per operation, no other source;
  * `extraPaths` are the few routes outside it (the signed download links of generated files).
  */
-export function buildOpenApi(
-  operations: Operation[],
-  extraPaths: Record<string, Record<string, unknown>> = {},
-  serverUrl = '/',
-) {
+export function buildOpenApi(operations: Operation[], extraPaths: ExtraPaths = {}, serverUrl = '/') {
   const paths: Record<string, Record<string, unknown>> = { ...extraPaths };
   for (const operation of operations) {
     const path = API_PREFIX + operation.path;
@@ -169,7 +174,9 @@ export function buildOpenApi(
   }
   return {
     openapi: '3.1.0',
-    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    // OpenAPI 3.1's own dialect: JSON Schema 2020-12 plus the OAS vocabulary. Said explicitly with the very URI
+    // renderers compare to; the bare 2020-12 meta-schema URI makes Swagger UI show every visitor a warning box.
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     info: {
       title: 'API des données immobilières',
       version: '1.2.0',

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
-import { priceOf, type Operation, type Services } from '../domain/catalogue.ts';
+import { parseInput, priceOf, type Operation, type Services } from '../domain/catalogue.ts';
 import { ApiError, type FieldError } from '../domain/errors.ts';
 import { debit } from '../domain/platform/ledger.ts';
 import { liveIsDemonstration } from '../domain/qualite.ts';
@@ -30,7 +30,8 @@ function locator(operation: Operation) {
 function rawInput(operation: Operation, request: FastifyRequest): unknown {
   const params = request.params as Record<string, string>;
   if (operation.method === 'GET') return { ...(request.query as object), ...params };
-  const body = request.body ?? {};
+  // No body at all is an empty object; a body that is JSON `null`, a list or a scalar is not an object.
+  const body = request.body === undefined ? {} : request.body;
   if (typeof body !== 'object' || Array.isArray(body) || body === null) {
     throw new ApiError('parametres_invalides', 'Le corps doit être un objet JSON.', {
       erreurs: [{ champ: '(corps)', emplacement: 'corps', message: 'objet JSON attendu' }],
@@ -162,7 +163,7 @@ export function registerOperations(
       },
       handler: async (request, reply) => {
         const svc = request.svc!;
-        const parsed = operation.input.safeParse(rawInput(operation, request));
+        const parsed = parseInput(operation, rawInput(operation, request));
         if (!parsed.success) {
           const erreurs = fieldErrors(parsed.error, locate);
           throw new ApiError(
@@ -240,14 +241,15 @@ async function serve(
     // The envelope carries the task's own credits: reserved at its start, settled by the task itself.
     const { credits, tache } = output as {
       credits: { debites: number; restants: number | null };
-      tache: { statut: string; resultat_url: string };
+      tache: { resultat_url: string };
     };
     reply.header('Svc-Credits-Debites', credits.debites);
     if (credits.restants !== null) reply.header('Svc-Credits-Restants', credits.restants);
-    const running = tache.statut === 'en_attente' || tache.statut === 'en_cours';
+    // Starting a task answers 202 whatever `attendre` did: a client tells an ended task by `tache.statut`, and the
+    // envelope then carries `resultat` or `erreur`. Reading a task (GET) answers 200.
     if (request.method === 'POST') reply.header('Location', tache.resultat_url);
     return reply
-      .code(request.method === 'POST' && running ? 202 : 200)
+      .code(request.method === 'POST' ? 202 : 200)
       .type('application/json; charset=utf-8')
       .send(payload);
   }

@@ -1,4 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { z } from 'zod';
 import { ApiError, ERRORS, type ErrorCode, type FieldError } from '../domain/errors.ts';
 
@@ -25,7 +28,12 @@ export const ProblemSchema = z.object({
     .describe('Détail champ par champ (400 parametres_invalides).'),
 });
 
-export function problemBody(request: FastifyRequest, error: ApiError) {
+/** The id of a request, in the `requete` member and the Svc-Requete header. */
+export function newRequestId(): string {
+  return `req_${randomUUID().replaceAll('-', '')}`;
+}
+
+export function problemBody(request: Pick<FastifyRequest, 'id' | 'url'>, error: ApiError) {
   return {
     type: `/docs/erreurs#${error.code}`,
     title: ERRORS[error.code].title,
@@ -85,8 +93,9 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     return sendProblem(request, reply, new ApiError('corps_illisible', 'Le corps n’est pas un JSON lisible.'));
   }
   if (error.code?.startsWith('FST_') && error.statusCode && error.statusCode < 500) {
-    // Any other refusal of the framework itself is a bad request, said as a problem like the others.
-    return sendProblem(request, reply, new ApiError('parametres_invalides', 'Requête refusée : ' + error.message));
+    // Any other refusal of the framework itself is a bad request, said as a problem like the others (its own
+    // message is English: its code tells the rest).
+    return sendProblem(request, reply, new ApiError('parametres_invalides', `Requête refusée (${error.code}).`));
   }
   request.log.error({ err: error }, 'erreur interne');
   return sendProblem(
@@ -96,13 +105,91 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   );
 }
 
+/** A route's path as a pattern of the request paths it serves (`/webhooks/:id` → `/webhooks/[^/]+`). */
+function pathPattern(url: string): RegExp {
+  const segments = url.split('/').map((segment) => {
+    if (segment.startsWith(':')) return '[^/]+';
+    if (segment === '*') return '.*';
+    return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  });
+  return new RegExp(`^${segments.join('/')}$`);
+}
+
 export function registerProblemHandlers(app: FastifyInstance, bodyLimit: number) {
   app.setErrorHandler((error: FastifyError, request, reply) => handleError(error, request, reply, bodyLimit));
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(
-      request,
-      reply,
-      new ApiError('route_inconnue', `Aucune route ${request.method} ${request.url.split('?')[0]}.`),
-    ),
-  );
+  // The methods of every path, to tell a known path asked with another method (405) from an unknown path (404).
+  const routes: Array<{ pattern: RegExp; methods: string[] }> = [];
+  app.addHook('onRoute', (route) => {
+    routes.push({ pattern: pathPattern(route.url), methods: [route.method].flat() });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods))].sort();
+    if (allowed.length > 0) {
+      const allow = allowed.join(', ');
+      return sendProblem(
+        request,
+        reply,
+        new ApiError('methode_non_permise', `Méthode ${request.method} non permise sur ${path} : ${allow}.`, {
+          headers: { Allow: allow },
+        }),
+      );
+    }
+    return sendProblem(request, reply, new ApiError('route_inconnue', `Aucune route ${request.method} ${path}.`));
+  });
+}
+
+/** The stable code of a refusal of Node's HTTP parser, or of a request not received within the time-out. */
+function clientProblem(error: { code?: string }, requestTimeoutS: number): ApiError {
+  switch (error.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError(
+        'requete_trop_lente',
+        `Requête (en-têtes et corps) non reçue en entier dans les ${requestTimeoutS} s admises : connexion fermée.`,
+      );
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError('entetes_trop_lourds', 'La ligne de requête et les en-têtes dépassent la taille admise.');
+    case 'HPE_INVALID_CONTENT_LENGTH':
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
+      return new ApiError(
+        'requete_illisible',
+        'En-tête Content-Length invalide, répété, ou donné avec Transfer-Encoding.',
+      );
+    case 'HPE_INVALID_TRANSFER_ENCODING':
+    case 'HPE_INVALID_CHUNK_SIZE':
+      return new ApiError('requete_illisible', 'Transfer-Encoding ou découpage du corps invalide.');
+    default:
+      return new ApiError('requete_illisible', 'Requête HTTP mal formée.');
+  }
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP server refuses before any route runs (malformed request, headers
+ * too large, request not received in time) is answered as a problem too, then the connection is closed.
+ */
+export function clientErrorHandler(requestTimeoutS: number) {
+  return (error: Error & { code?: string; rawPacket?: unknown }, socket: Socket) => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    // Like Node's own handler: nothing is written once a response has begun on this connection (a 401 sent before
+    // the body was read, say): a second status line would corrupt it.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const problem = clientProblem(error, requestTimeoutS);
+    // The request line, when the parser got that far: its path is the problem's `instance`.
+    const raw = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1') : '';
+    const target = /^[A-Z]+ (\/[^\s?]*)/.exec(raw)?.[1] ?? '/';
+    const id = newRequestId();
+    const body = JSON.stringify(problemBody({ id, url: target }, problem));
+    const head = [
+      `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}`,
+      `Content-Type: ${PROBLEM_TYPE}; charset=utf-8`,
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `Svc-Requete: ${id}`,
+      'Connection: close',
+    ];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
+  };
 }

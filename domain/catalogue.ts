@@ -5,6 +5,7 @@ import type { OutboundHttp } from '../lib/outbound-http.ts';
 import type { ErrorCode } from './errors.ts';
 import type { RenderPool } from './documents/pool.ts';
 import type { FileDelivery } from './documents/telechargement.ts';
+import { lireEntree } from './entrees.ts';
 
 export const SCOPES = [
   'compte',
@@ -44,6 +45,15 @@ export const CreditsSchema = z
       .describe('Crédits encore utilisables ce mois avant coupure ; null dans le bac à sable.'),
   })
   .describe('Crédits de l’appel.');
+
+/**
+ * The published shape of an object that a `champs` selection can reduce to some of its fields: every field still
+ * described, none required, so that a reduced object is valid against the description (and against the clients
+ * generated from it). `complet` says in the description when every field is served.
+ */
+export function selectable<T extends z.ZodObject>(schema: T, complet: string) {
+  return schema.partial().describe(`${schema.description ?? ''} ${complet}`.trim());
+}
 
 /** Who is calling, as established by authentication. */
 export interface Caller {
@@ -128,7 +138,8 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   /**
    * A task operation: its output is the task envelope with the task's own `credits` block (reserved when the task
    * starts, debited on success, given back on failure), so the pipeline neither bills nor adds a block; a POST
-   * answers 202 with `Location` while the task runs, 200 once it has ended.
+   * answers 202 with `Location`, even when the task ended within `attendre` (the envelope then carries the result),
+   * a GET of the task answers 200.
    */
   task?: boolean;
   /**
@@ -148,6 +159,14 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
 /** Declares an operation with its types inferred: the single place where an operation is described. */
 export function defineOperation<S extends z.ZodObject, O>(operation: Operation<S, O>): Operation<S, O> {
   return operation;
+}
+
+/**
+ * The input of an operation from its flat raw input (path parameters with the query string or the JSON body, or a
+ * tool call's arguments): the operation's schema, under the rules every input obeys (domain/entrees.ts).
+ */
+export function parseInput<S extends z.ZodObject>(operation: Operation<S>, raw: unknown) {
+  return lireEntree(operation.input, raw);
 }
 
 /** Credits a result costs, from the operation's price and unit. */

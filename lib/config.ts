@@ -27,6 +27,8 @@ export const ConfigSchema = z.object({
   OUTBOUND_ALLOW_LOOPBACK: booleanFlag,
   /** Largest accepted request body, in bytes (413 corps_trop_lourd beyond it). */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** Seconds a client has to send a whole request, headers and body (408 requete_trop_lente beyond them). */
+  REQUEST_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(30),
   /** Default per-minute rate of a new organisation (429 quota_minute beyond it). */
   DEFAULT_QUOTA_MINUTE: z.coerce.number().int().min(1).default(600),
   /** Retry delays of webhook deliveries (tests, development): comma-separated durations, e.g. `1s,2s,5s`. */

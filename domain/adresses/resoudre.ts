@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
+import { nombre } from '../entrees.ts';
 import { ApiError } from '../errors.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 
@@ -42,20 +43,9 @@ const MOTS_OUTILS = new Set('de du des la le les l d a au aux en et sur sous'.sp
 // Schemas
 // ---------------------------------------------------------------------------------------------------------------------
 
-const limite = z.coerce
-  .number()
-  .int()
-  .min(1)
-  .max(10)
-  .default(5)
-  .describe('Nombre de candidats au plus (1-10, 5 par défaut).');
-
-/** A number in the query string (text) or in a tool call (number); an empty parameter is absent, not 0. */
-function nombre(min: number, max: number, description: string) {
-  return z
-    .preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.coerce.number().min(min).max(max))
-    .describe(description);
-}
+const limite = nombre(z.number().int().min(1).max(10).default(5)).describe(
+  'Nombre de candidats au plus (1-10, 5 par défaut).',
+);
 
 const RechercheInputSchema = z.object({
   q: z
@@ -75,8 +65,8 @@ const RechercheInputSchema = z.object({
 });
 
 const InverseInputSchema = z.object({
-  lat: nombre(-90, 90, 'Latitude WGS84 du point (-90 à 90).'),
-  lon: nombre(-180, 180, 'Longitude WGS84 du point (-180 à 180).'),
+  lat: nombre(z.number().min(-90).max(90)).describe('Latitude WGS84 du point (-90 à 90).'),
+  lon: nombre(z.number().min(-180).max(180)).describe('Longitude WGS84 du point (-180 à 180).'),
   limite,
 });
 

@@ -1,3 +1,5 @@
+import { CATEGORIES_SENSIBLES, categorieSensible, type CategorieSensible } from './donnees-sensibles.ts';
+
 /**
  * Rules of the account memory, shared by POST /compte/memoire and the Hub: what a fact is once normalised (for
  * deduplication), which facts are refused and why, and the two figures a fact may carry into the investor profile
@@ -6,6 +8,7 @@
  * The refusals are deliberately precise rather than broad: a false refusal loses an ordinary investment fact, so each
  * rule looks for a marker of the category (a personal statement, a number that validates, a capitalised name) and
  * not for a loose keyword that real-estate vocabulary also uses ("syndic", "porte condamnée", "exposé sud").
+ * Sensitive categories (GDPR art. 9 and 10) live in `donnees-sensibles.ts`.
  */
 
 /** Facts kept per account; beyond it, the oldest drop out. */
@@ -19,13 +22,7 @@ export type TrancheTmi = (typeof TMI_TRANCHES)[number];
 export const APPORT_MAX_EUR = 100_000_000;
 
 export type CategorieRefus =
-  | 'sante'
-  | 'religion'
-  | 'politique'
-  | 'syndicat'
-  | 'orientation_sexuelle'
-  | 'origine'
-  | 'penal'
+  | CategorieSensible
   | 'bancaire'
   | 'securite_sociale'
   | 'secret'
@@ -40,13 +37,15 @@ export interface Refus {
 }
 
 export const MOTIFS_REFUS: Record<CategorieRefus, string> = {
-  sante: 'Donnée de santé : catégorie sensible (RGPD, art. 9), non conservée.',
-  religion: 'Conviction religieuse : catégorie sensible (RGPD, art. 9), non conservée.',
+  sante:
+    'Donnée de santé (maladie, handicap, addiction, grossesse, soins) : catégorie sensible (RGPD, art. 9), non conservée.',
+  religion: 'Conviction religieuse ou philosophique : catégorie sensible (RGPD, art. 9), non conservée.',
   politique: 'Opinion politique : catégorie sensible (RGPD, art. 9), non conservée.',
   syndicat: 'Appartenance syndicale : catégorie sensible (RGPD, art. 9), non conservée.',
   orientation_sexuelle: 'Vie ou orientation sexuelle : catégorie sensible (RGPD, art. 9), non conservée.',
   origine: 'Origine raciale ou ethnique : catégorie sensible (RGPD, art. 9), non conservée.',
-  penal: 'Condamnation ou infraction pénale (RGPD, art. 10) : non conservée.',
+  genetique_biometrique: 'Donnée génétique ou biométrique : catégorie sensible (RGPD, art. 9), non conservée.',
+  penal: 'Condamnation, infraction ou mesure pénale (RGPD, art. 10) : non conservée.',
   bancaire: 'Coordonnées bancaires (IBAN, numéro de carte ou de compte) : jamais conservées.',
   securite_sociale: 'Numéro de sécurité sociale : jamais conservé.',
   secret: 'Mot de passe ou code secret : jamais conservé.',
@@ -103,71 +102,7 @@ export function normaliserFait(fait: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Sensitive data (GDPR art. 9 and 10), secrets and identifiers.
-
-const SANTE = new RegExp(
-  [
-    String.raw`\b(?:ma|sa|leur|notre) sante\b`,
-    String.raw`\betat de sante\b`,
-    String.raw`\b(?:problemes?|soucis?|raisons?) de sante\b`,
-    String.raw`\bmaladies?\b`,
-    String.raw`\b(?:suis|est|sont|etait|tombee?) malades?\b`,
-    String.raw`\b(?:cancer|diabete|diabetique|alzheimer|parkinson|epilepsie|epileptique|sclerose|asthme|asthmatique|vih|sida|seropositive?|chimiotherapie|chimio|dialyse|depression|depressive?|burn-?out|psychiatre|psychiatrique|pathologie|allergique|allergies?|medicaments?|rqth|aah)\b`,
-    String.raw`\baffection de longue duree\b|\bald\b`,
-    String.raw`\b(?:hospitalise|hospitalisee|hospitalisation)\b`,
-    String.raw`\b(?:invalidite|mi-temps therapeutique|arret maladie|traitement medical)\b`,
-    String.raw`\b(?:autiste|autisme|trisomie|trisomique)\b`,
-    String.raw`\b(?:suis|est|etais|etait) enceinte\b|\benceinte de \d|\bgrossesse\b`,
-    String.raw`\b(?:je suis|suis|est|sont|etant|en situation de|atteinte? d'un|reconnue? travailleur|mon|ma|mes|son|sa|notre) handicap(?:e|ee|es|ees)?\b`,
-  ].join('|'),
-);
-
-const RELIGION =
-  /\b(?:religion|religieuse|ma foi religieuse|catholiques?|musulmane?s?|islam|islamique|juif|juive|juifs|juives|judaisme|protestante?s?|chretienne?s?|chretiens|bouddhistes?|hindoue?s?|athees?|agnostiques?|evangeliques?|temoins? de jehovah|pratiquante?s?|croyante?s?|ramadan|shabbat|casher|kasher|halal)\b/;
-
-const POLITIQUE = new RegExp(
-  [
-    String.raw`\b(?:opinions? politiques?|engagement politique|sensibilite politique|idees politiques|convictions? politiques?)\b`,
-    String.raw`\b(?:adherente?|militante?|encartee?|membre) (?:politique|d'un parti|du parti|au parti|de la france insoumise|du rassemblement national|des republicains|du ps|du rn|de lfi|d'eelv|de renaissance)\b`,
-    String.raw`\b(?:je vote|j'ai vote|nous votons|je voterai|je votais) (?:a gauche|a droite|au centre|a l'extreme|rn|lfi|ps|lr|eelv|ecolo|blanc|pour (?:le |la )?(?:candidate?|parti|liste|president))`,
-    String.raw`\b(?:je suis|suis|nous sommes) (?:de gauche|de droite|d'extreme (?:gauche|droite)|centriste|communiste|socialiste|ecologiste|gaulliste|anarchiste|royaliste|macroniste|insoumise?|lepeniste|trotskiste|militante? politique)\b`,
-    String.raw`\b(?:rassemblement national|front national|france insoumise|parti socialiste|parti communiste|les republicains)\b`,
-  ].join('|'),
-);
-
-const SYNDICAT = new RegExp(
-  [
-    String.raw`\bsyndiquee?s?\b`,
-    String.raw`\bsyndicalistes?\b`,
-    String.raw`\b(?:delegue|deleguee|representant|representante|elu|elue) syndicale?\b`,
-    String.raw`\b(?:cgt|cfdt|cftc|cfe-cgc|force ouvriere|unsa|fsu|sud solidaires)\b`,
-    String.raw`\b(?:membre|adherente?|encartee?|militante?|adhere|cotise)\b.{0,25}\bsyndicat\b(?! des coproprietaires| de copro)`,
-  ].join('|'),
-);
-
-const ORIENTATION =
-  /\b(?:homosexuel(?:le)?s?|heterosexuel(?:le)?s?|bisexuel(?:le)?s?|lesbiennes?|lgbt\w*|queer|transgenres?|orientation sexuelle|vie sexuelle|pansexuel(?:le)?s?)\b|(?<![\w-])gays?(?![\w-])/;
-
-const ORIGINE = new RegExp(
-  [
-    String.raw`\borigines? (?:ethniques?|raciales?)\b`,
-    String.raw`\b(?:ethnie|couleur de peau|race|raciale)\b`,
-    String.raw`\b(?:je suis|suis|nous sommes|mes parents sont|ma famille est) (?:d'origine|noire?s?|metisse?s?|arabes?|maghrebine?s?|africaine?s?|asiatiques?|antillaise?s?|beur|rebeu|gitane?s?|roms?|tziganes?)\b`,
-    String.raw`\bmes origines\b`,
-  ].join('|'),
-);
-
-const PENAL = new RegExp(
-  [
-    String.raw`\bcasier judiciaire\b|\bcasier (?:vierge|charge)\b`,
-    String.raw`\b(?:j'ai|j'avais|il a|elle a|ils ont|elles ont|nous avons) ete condamnee?s?\b`,
-    String.raw`\bcondamnee?s? (?:pour (?:fraude|vol|escroquerie|violences?|abus|recel|trafic|agression|homicide|meurtre|viol|harcelement|diffamation|detournement|blanchiment|faux|usage de faux|banqueroute|travail dissimule|outrage|conduite|delit|crime)|a \d+ (?:ans|mois)|a une peine|a de la prison|au penal|avec sursis|par le tribunal correctionnel)\b`,
-    String.raw`\bcondamnations? (?:penales?|a une peine|a \d+ (?:ans|mois))\b`,
-    String.raw`\b(?:en|de|de la) prison\b|\bincarcer\w*|\bdetention provisoire\b|\bgarde a vue\b|\bmise? en examen\b`,
-    String.raw`\bcontrole judiciaire\b|\bbracelet electronique\b|\bavec sursis\b|\bdelinquan\w*|\binfractions? penales?\b`,
-    String.raw`\bantecedents judiciaires\b|\btravaux d'interet general\b`,
-  ].join('|'),
-);
+// Secrets and identifiers.
 
 const SECRET = new RegExp(
   [
@@ -293,28 +228,27 @@ function tiersNomme({ casse }: Vues): boolean {
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Checked in this order: the first category found is the reason given. */
-const REGLES: { categorie: CategorieRefus; trouve: (v: Vues) => boolean }[] = [
-  { categorie: 'securite_sociale', trouve: securiteSociale },
-  { categorie: 'bancaire', trouve: bancaire },
-  { categorie: 'secret', trouve: ({ plie }) => SECRET.test(plie) },
-  { categorie: 'sante', trouve: ({ plie }) => SANTE.test(plie) },
-  { categorie: 'religion', trouve: ({ plie }) => RELIGION.test(plie) },
-  { categorie: 'politique', trouve: ({ plie }) => POLITIQUE.test(plie) },
-  { categorie: 'syndicat', trouve: ({ plie }) => SYNDICAT.test(plie) },
-  { categorie: 'orientation_sexuelle', trouve: ({ plie }) => ORIENTATION.test(plie) },
-  { categorie: 'origine', trouve: ({ plie }) => ORIGINE.test(plie) },
-  { categorie: 'penal', trouve: ({ plie }) => PENAL.test(plie) },
-  { categorie: 'courriel', trouve: ({ plie }) => COURRIEL.test(plie) },
-  { categorie: 'telephone', trouve: ({ plie }) => TELEPHONE_FR.test(plie) || TELEPHONE_INTERNATIONAL.test(plie) },
-  { categorie: 'adresse_postale', trouve: ({ plie }) => ADRESSE_DE_PERSONNE.test(plie) || ADRESSE_DECLAREE.test(plie) },
-  { categorie: 'tiers_nomme', trouve: tiersNomme },
+const REGLES: { categories: readonly CategorieRefus[]; trouve: (v: Vues) => CategorieRefus | null }[] = [
+  si('securite_sociale', securiteSociale),
+  si('bancaire', bancaire),
+  si('secret', ({ plie }) => SECRET.test(plie)),
+  { categories: CATEGORIES_SENSIBLES, trouve: ({ plie }) => categorieSensible(plie) },
+  si('courriel', ({ plie }) => COURRIEL.test(plie)),
+  si('telephone', ({ plie }) => TELEPHONE_FR.test(plie) || TELEPHONE_INTERNATIONAL.test(plie)),
+  si('adresse_postale', ({ plie }) => ADRESSE_DE_PERSONNE.test(plie) || ADRESSE_DECLAREE.test(plie)),
+  si('tiers_nomme', tiersNomme),
 ];
+
+function si(categorie: CategorieRefus, trouve: (v: Vues) => boolean) {
+  return { categories: [categorie], trouve: (v: Vues) => (trouve(v) ? categorie : null) };
+}
 
 function refuser(texte: string, categories: readonly CategorieRefus[] | null): Refus | null {
   const v = vues(texte);
   for (const regle of REGLES) {
-    if (categories && !categories.includes(regle.categorie)) continue;
-    if (regle.trouve(v)) return { categorie: regle.categorie, motif: MOTIFS_REFUS[regle.categorie] };
+    if (categories && !regle.categories.some((c) => categories.includes(c))) continue;
+    const categorie = regle.trouve(v);
+    if (categorie) return { categorie, motif: MOTIFS_REFUS[categorie] };
   }
   return null;
 }

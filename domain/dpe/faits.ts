@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { adresseParCle, type AdresseBan } from '../adresses/resoudre.ts';
-import { defineOperation } from '../catalogue.ts';
+import { defineOperation, selectable } from '../catalogue.ts';
 import { absenceDvf, departementOf } from '../dvf/mutation.ts';
 import {
   cellules as cellulesDvf,
@@ -210,15 +210,24 @@ type Ventes = z.infer<typeof VentesSchema>;
 type Ilot = z.infer<typeof IlotSchema>;
 type Commune = z.infer<typeof CommuneSchema>;
 
+/** A group as published: `champs=groupe.colonne` serves only the columns asked, so none is required. */
+const servi = <T extends z.ZodObject>(groupe: T) =>
+  selectable(
+    groupe,
+    'Toutes ses colonnes sont servies quand le groupe est demandé entier (ou sans `champs`) ; avec `champs=groupe.colonne`, seules les colonnes demandées.',
+  )
+    .nullable()
+    .optional();
+
 const FaitsOutput = z.object({
   cle_ban: z.string(),
-  identite: IdentiteSchema.nullable().optional(),
-  batiment: BatimentSchema.nullable().optional(),
-  dpe: DpeSchema.nullable().optional(),
-  audit: AuditSchema.nullable().optional(),
-  ventes: VentesSchema.nullable().optional(),
-  ilot: IlotSchema.nullable().optional(),
-  commune: CommuneSchema.nullable().optional(),
+  identite: servi(IdentiteSchema),
+  batiment: servi(BatimentSchema),
+  dpe: servi(DpeSchema),
+  audit: servi(AuditSchema),
+  ventes: servi(VentesSchema),
+  ilot: servi(IlotSchema),
+  commune: servi(CommuneSchema),
   limites: z.array(z.string()).describe('Pourquoi un groupe est null ou incomplet.'),
 });
 type Faits = z.infer<typeof FaitsOutput>;
@@ -848,7 +857,7 @@ const DESCRIPTION = `Tout ce que le service sait d'une adresse de la Base Adress
 
 **Ventes absentes.** L'Alsace-Moselle (57, 67, 68) et Mayotte ne sont pas dans DVF : \`ventes\` et \`ilot\` y sont null et \`limites\` l'explique ; de même quand DVF n'est pas chargé pour la commune, et pour une clé de voie (les ventes se lisent par numéro).
 
-**Sélection.** \`champs\` (séparés par des virgules) choisit des groupes (\`dpe\`) ou des colonnes (\`dpe.etiquette\`) : seuls ceux-là sont servis, avec \`cle_ban\` et \`limites\` ; un groupe null reste null. Un nom inconnu, ou celui d'un groupe non servi, répond 400 \`parametres_invalides\` sur \`champs\`. Le prix ne dépend pas de la sélection.
+**Sélection.** \`champs\` (séparés par des virgules) choisit des groupes (\`dpe\`) ou des colonnes (\`dpe.etiquette\`) : seuls ceux-là sont servis, avec \`cle_ban\` et \`limites\` ; un groupe null reste null. Un groupe demandé par colonnes ne porte que celles-là (\`champs=identite.lat\` sert \`identite: {lat}\`) : c'est pourquoi le schéma publié décrit toutes les colonnes de chaque groupe sans en exiger aucune ; un groupe demandé entier, ou sans \`champs\`, les a toutes. Un nom inconnu, ou celui d'un groupe non servi, répond 400 \`parametres_invalides\` sur \`champs\`. Le prix ne dépend pas de la sélection.
 
 **Dates.** Les durées (\`jours_depuis\`, \`nb_12_mois\`, \`ventes_5a\`, \`anciennete_derniere_vente_j\`…) sont comptées au jour de la requête (UTC). Aucune donnée personnelle : ni propriétaire ni diagnostiqueur ne sont lus dans les DPE.`;
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
+import { nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { drapeaux as ordonnes, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
 import { adresseConnue, type AdresseBan } from '../adresses/resoudre.ts';
@@ -243,12 +244,9 @@ const VentesAdresseInput = z.object({
   inclure_2018_2020: booleen
     .default(true)
     .describe('Inclure les ventes 2018-2020, rattachées par position autour du numéro.'),
-  rayon_position_m: z.coerce
-    .number()
-    .min(1)
-    .max(100)
-    .default(15)
-    .describe('Rayon (m) du rattachement par position des ventes 2018-2020.'),
+  rayon_position_m: nombre(z.number().min(1).max(100).default(15)).describe(
+    'Rayon (m) du rattachement par position des ventes 2018-2020.',
+  ),
 });
 
 const VentesParcelleInput = z.object({
@@ -559,12 +557,12 @@ export const ventesParcelle = defineOperation({
 // ventes
 // ---------------------------------------------------------------------------------------------------------------------
 
-const nombrePositif = (description: string) => z.coerce.number().min(0).optional().describe(description);
+const nombrePositif = (description: string) => nombre(z.number().min(0).optional()).describe(description);
 
 const VentesInput = z.object({
-  lat: z.coerce.number().min(-90).max(90).optional().describe('Latitude du point (WGS84), avec lon.'),
-  lon: z.coerce.number().min(-180).max(180).optional().describe('Longitude du point (WGS84), avec lat.'),
-  rayon_m: z.coerce.number().min(10).max(2000).default(300).describe('Rayon autour du point (m), 10-2000.'),
+  lat: nombre(z.number().min(-90).max(90).optional()).describe('Latitude du point (WGS84), avec lon.'),
+  lon: nombre(z.number().min(-180).max(180).optional()).describe('Longitude du point (WGS84), avec lat.'),
+  rayon_m: nombre(z.number().min(10).max(2000).default(300)).describe('Rayon autour du point (m), 10-2000.'),
   insee: z
     .string()
     .transform((v) => v.trim().toUpperCase())
@@ -580,7 +578,7 @@ const VentesInput = z.object({
   prix_min: nombrePositif('Valeur foncière minimale (€, après lecture).'),
   prix_max: nombrePositif('Valeur foncière maximale (€, après lecture).'),
   tri: z.enum(['date', 'distance']).optional().describe('distance par défaut autour d’un point, date sinon.'),
-  limite: z.coerce.number().int().min(1).max(50).default(20).describe('Mutations lues par page (1-50).'),
+  limite: nombre(z.number().int().min(1).max(50).default(20)).describe('Mutations lues par page (1-50).'),
   curseur: z.string().min(1).max(1024).optional().describe('curseur_suivant de la page précédente.'),
 });
 type VentesEntree = z.output<typeof VentesInput>;

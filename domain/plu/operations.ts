@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { QualiteSchema } from '../qualite.ts';
 import { CreditsSchema, defineOperation, type OperationContext } from '../catalogue.ts';
+import { nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { balanceOf } from '../platform/ledger.ts';
 import { createTask, envelopeOf, MAX_WAIT_S, readTask, taskEnvelopeSchema, type TaskRow } from '../taches/taches.ts';
@@ -45,7 +46,11 @@ export const PluResultSchema = z.object({
     lat: z.number(),
     lon: z.number(),
   }),
-  statut: z.enum(['lu', 'scanne', 'zone_absente']),
+  statut: z
+    .enum(['lu', 'zone_absente', 'non_publie', 'scanne'])
+    .describe(
+      'lu : règlement lu ; zone_absente : aucune zone au point ; non_publie : aucun règlement publié pour la zone ; scanne : PDF sans texte.',
+    ),
   message: z.string().nullable(),
   zone: z.object({
     code: z.string().nullable(),
@@ -76,13 +81,9 @@ export const PluResultSchema = z.object({
 
 const PluEnvelopeSchema = taskEnvelopeSchema(PluResultSchema).extend({ credits: CreditsSchema });
 
-const attendre = z.coerce
-  .number()
-  .int()
-  .min(0)
-  .max(MAX_WAIT_S)
-  .default(0)
-  .describe('Secondes d’attente de la fin de la tâche (0-60) avant de répondre.');
+const attendre = nombre(z.number().int().min(0).max(MAX_WAIT_S).default(0)).describe(
+  'Secondes d’attente de la fin de la tâche (0-60) avant de répondre.',
+);
 
 const RESULT_PATH = (id: string) => `/api/v1/urbanisme/reglements/${id}`;
 
@@ -134,7 +135,13 @@ export const lirePlu = defineOperation({
   summary: 'Règles écrites du PLU à un point, citations vérifiées',
   description: `Lit le règlement écrit (PDF) de la zone du PLU ou PLUi qui couvre le point et en donne les règles par thème, chacune avec sa valeur, son article, sa page et la **citation exacte, retrouvée par le service dans le texte du PDF** : une citation introuvable est écartée et comptée (\`citations_ecartees\`) ; trouvée hors du chapitre de la zone, la règle porte \`a_confirmer\`.
 
-La réponse est une tâche (202 et \`Location\`) ; \`attendre\` (0-60 s) attend sa fin. Les crédits (60) sont réservés au départ, débités au succès, rendus en cas d'échec ; rien n'est débité sans règle à lire (\`zone_absente\`, \`scanne\`, pas de règlement publié) ni pour un résultat identique servi dans les 24 h.
+La réponse est une tâche : toujours 202 et \`Location\`, même quand la tâche a fini pendant \`attendre\` (0-60 s) ; \`tache.statut\` le dit, et l'enveloppe porte alors \`resultat\` (ou \`erreur\`). Les crédits (60) sont réservés au départ, débités au succès, rendus en cas d'échec ; rien n'est débité sans règle à lire (\`zone_absente\`, \`non_publie\`, \`scanne\`) ni pour un résultat identique servi dans les 24 h.
+
+\`resultat.statut\` :
+- \`lu\` : le règlement écrit de la zone a été lu ; \`regles\` en donne les règles par thème.
+- \`zone_absente\` : aucune zone de PLU ou PLUi publiée ne couvre le point (commune au RNU, carte communale, document non publié).
+- \`non_publie\` : la zone est connue mais le Géoportail de l'Urbanisme ne publie aucun règlement écrit pour elle (\`reglement_url\` null) : rien n'est lu ni affirmé. Ce statut s'ajoute à ceux de la spécification, qui réserve \`scanne\` au PDF sans texte : un règlement absent n'est pas un règlement numérisé, et le client n'a pas la même suite à donner (demander le règlement en mairie plutôt que le lire lui-même).
+- \`scanne\` : le règlement publié est un PDF sans texte (numérisé) : aucune règle n'est affirmée ; \`lecture.pages_pdf\` dit sa taille.
 
 Décisions :
 - Le point est \`lat\`/\`lon\` s'il est donné, sinon la position de l'adresse BAN \`cle_ban\`, sinon celle de la meilleure adresse trouvée pour \`q\` (et \`code_postal\`) ; une adresse inconnue répond 404 \`adresse_introuvable\`, sans débit.

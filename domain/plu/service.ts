@@ -208,10 +208,23 @@ async function resultOf(
       },
     };
   }
-  if (!document || document.scanne || !lecture) {
-    const message = !lieu.reglementUrl
-      ? 'La zone n’a pas de règlement publié : rien à lire.'
-      : 'Le règlement est un PDF sans texte (numérisé) : aucune règle n’est affirmée.';
+  if (!lieu.reglementUrl || !document) {
+    const message = 'Aucun règlement écrit n’est publié pour cette zone : rien à lire.';
+    return {
+      debit: false,
+      resultat: {
+        ...base,
+        statut: 'non_publie' as const,
+        message,
+        ...none,
+        non_trouve: themes.map((theme) => ({ theme, raison: message })),
+        limites: [...limites, 'Sans règlement publié, consultez-le en mairie.'],
+        qualite: qualite(null),
+      },
+    };
+  }
+  if (document.scanne || !lecture) {
+    const message = 'Le règlement est un PDF sans texte (numérisé) : aucune règle n’est affirmée.';
     return {
       debit: false,
       resultat: {
@@ -219,7 +232,7 @@ async function resultOf(
         statut: 'scanne' as const,
         message,
         ...none,
-        lecture: document ? { modele: null, extrait_le: null, pages_pdf: document.nbPages, depuis_cache: false } : null,
+        lecture: { modele: null, extrait_le: null, pages_pdf: document.nbPages, depuis_cache: false },
         non_trouve: themes.map((theme) => ({ theme, raison: message })),
         limites: [...limites, 'Un règlement numérisé n’est pas lu : consultez-le en mairie ou sur le Géoportail.'],
         qualite: qualite(null),

@@ -36,6 +36,40 @@ describe('account operations over HTTP', () => {
     expect((await t.call('GET', '/compte/memoire', rotated.cle)).json().total).toBe(2);
   });
 
+  it('refuses health, addiction, disability and political facts with the reason, and keeps places and features', async () => {
+    const org = await t.organisation({ acces: 'usage' }, { personnelle: true });
+    const sensibles = [
+      'Je suis séropositif',
+      'Je suis alcoolique',
+      'Je suis bipolaire',
+      "J'ai eu un AVC",
+      'Je suis en fauteuil roulant',
+      'Je suis schizophrène',
+      'Je suis toxicomane',
+      'Je suis militant LFI',
+    ];
+    const retenus = [
+      'Je cherche un logement accessible PMR pour ma mère',
+      "Je veux un appartement proche de l'église du village",
+      'Je cherche rue de la Synagogue',
+      'Je travaille dans la santé',
+    ];
+    const refus: { fait: string; motif: string }[] = [];
+    for (const faits of [sensibles.slice(0, 5), [...sensibles.slice(5), ...retenus.slice(0, 2)], retenus.slice(2)]) {
+      const reponse = await t.call('POST', '/compte/memoire', org.cle, { faits });
+      expect(reponse.statusCode, reponse.body).toBe(200);
+      refus.push(...reponse.json().refus);
+    }
+    expect(refus.map((r) => r.fait)).toEqual(sensibles);
+    expect(refus.slice(0, 7).map((r) => r.motif)).toEqual(
+      Array(7).fill(expect.stringMatching(/^Donnée de santé.*art\. 9/)),
+    );
+    expect(refus[7].motif).toMatch(/^Opinion politique.*art\. 9/);
+
+    const memoire = (await t.call('GET', '/compte/memoire', org.cle)).json();
+    expect(memoire.faits.map((f: { fait: string }) => f.fait).sort()).toEqual([...retenus].sort());
+  });
+
   it('modifies the profile field by field with PATCH and refuses bounds and unknown fields', async () => {
     const org = await t.organisation({ acces: 'usage' }, { personnelle: true });
     const first = await t.call('PATCH', '/compte/profil', org.cle, { strategie: 'cashflow', surface_min: 30 });

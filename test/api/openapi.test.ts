@@ -24,7 +24,8 @@ describe('the OpenAPI description', () => {
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toBe('3.1.0');
-    expect(doc.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
+    // OpenAPI 3.1's own dialect, JSON Schema 2020-12 with the OAS vocabulary: the URI Swagger UI accepts silently.
+    expect(doc.jsonSchemaDialect).toBe('https://spec.openapis.org/oas/3.1/dialect/base');
     expect(doc.info.version).toBe('1.2.0');
     // The catalogue's operations (the download links of generated files are the one route outside it).
     const ops = (Object.values(doc.paths).flatMap((p) => Object.values(p as object)) as Record<string, any>[]).filter(
@@ -44,27 +45,50 @@ describe('the OpenAPI description', () => {
     }
   });
 
-  it.skipIf(!hasCatalogue)(`agrees with ../shared/spec/catalogue.json on its metadata${hasCatalogue ? '' : ' (skipped: ../shared/spec absent)'}`, () => {
-    const catalogue = JSON.parse(readFileSync(CATALOGUE, 'utf8')) as {
-      operations: Array<Record<string, any> & { tool: string | null; paths: string[] }>;
-    };
-    const spec = new Map(catalogue.operations.filter((o) => o.tool).map((o) => [o.tool, o]));
-    for (const op of OPERATIONS) {
-      const s = spec.get(op.tool);
-      expect(s, `${op.tool} is in the specification catalogue`).toBeDefined();
-      expect({ credits: op.credits, unit: op.unit, path: op.path }, op.tool).toEqual({
-        credits: s!.credits,
-        unit: s!.unit,
-        path: s!.paths.includes(op.path) ? op.path : s!.paths,
-      });
-      if (s!.method) expect(op.method, op.tool).toBe(s!.method);
-      if (s!.scope) expect(op.scope, op.tool).toBe(s!.scope);
-      if (s!.tier) expect(op.tier, op.tool).toBe(s!.tier);
-      if (s!.sandbox !== null) expect(op.sandbox, op.tool).toBe(s!.sandbox);
-      if (s!.timeout_s) expect(op.timeoutS, op.tool).toBe(s!.timeout_s);
-      if ('personal_key' in s!) expect(op.personalKey ?? false, op.tool).toBe(s!.personal_key);
+  it('states a price and a tier on every operation of every path, routes outside the catalogue included', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([p, item]) =>
+      Object.entries(item)
+        .filter(([method]) => methods.includes(method))
+        .map(([method, op]) => ({ route: `${method.toUpperCase()} ${p}`, op })),
+    );
+    expect(operations.length).toBeGreaterThan(OPERATIONS.length);
+    for (const { route, op } of operations) {
+      expect(Number.isInteger(op['x-svc-credits']) && op['x-svc-credits'] >= 0, `${route} x-svc-credits`).toBe(true);
+      expect(['usage', 'data', 'contrat'], `${route} x-svc-palier-minimal`).toContain(op['x-svc-palier-minimal']);
     }
+    // The signed link of a generated document costs nothing (the document was paid for when generated) and is open to
+    // whoever may generate one.
+    const download = doc.paths['/api/v1/documents/fichiers/{id}/{nom}'].get;
+    expect(download['x-svc-credits']).toBe(0);
+    expect(download['x-svc-palier-minimal']).toBe(OPERATIONS.find((o) => o.tool === 'generer_document')!.tier);
   });
+
+  it.skipIf(!hasCatalogue)(
+    `agrees with ../shared/spec/catalogue.json on its metadata${hasCatalogue ? '' : ' (skipped: ../shared/spec absent)'}`,
+    () => {
+      const catalogue = JSON.parse(readFileSync(CATALOGUE, 'utf8')) as {
+        operations: Array<Record<string, any> & { tool: string | null; paths: string[] }>;
+      };
+      const spec = new Map(catalogue.operations.filter((o) => o.tool).map((o) => [o.tool, o]));
+      for (const op of OPERATIONS) {
+        const s = spec.get(op.tool);
+        expect(s, `${op.tool} is in the specification catalogue`).toBeDefined();
+        expect({ credits: op.credits, unit: op.unit, path: op.path }, op.tool).toEqual({
+          credits: s!.credits,
+          unit: s!.unit,
+          path: s!.paths.includes(op.path) ? op.path : s!.paths,
+        });
+        if (s!.method) expect(op.method, op.tool).toBe(s!.method);
+        if (s!.scope) expect(op.scope, op.tool).toBe(s!.scope);
+        if (s!.tier) expect(op.tier, op.tool).toBe(s!.tier);
+        if (s!.sandbox !== null) expect(op.sandbox, op.tool).toBe(s!.sandbox);
+        if (s!.timeout_s) expect(op.timeoutS, op.tool).toBe(s!.timeout_s);
+        if ('personal_key' in s!) expect(op.personalKey ?? false, op.tool).toBe(s!.personal_key);
+      }
+    },
+  );
 
   it('lints clean with Redocly', async () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { contractOf } from '../support/contrat.ts';
 import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../../domain/qualite.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import {
@@ -24,6 +25,8 @@ let t: TestApp;
 let runtime: Awaited<ReturnType<typeof createRuntime>>;
 let model: ModelServer;
 let pdfs: Awaited<ReturnType<typeof servePdfs>>;
+/** Every envelope served here, rules included, is checked against the published description. */
+let contrat: Awaited<ReturnType<typeof contractOf>>;
 
 beforeAll(async () => {
   if (!hasPluData) return;
@@ -33,6 +36,7 @@ beforeAll(async () => {
   pdfs = await servePdfs();
   await importZones(t.db, pdfs.url);
   await runtime.startWorker(t.db, model.url);
+  contrat = await contractOf(t.app);
 }, 120_000);
 afterAll(async () => {
   await runtime?.close();
@@ -62,6 +66,7 @@ suite(`lire_plu on Temporal, with the real Latresne rules PDF${NEEDS_DATA}`, () 
     const org = await t.organisation({ acces: 'usage' });
     const started = await post(org.cle, { ...POINTS.ua });
     expect(started.statusCode, started.body).toBe(202);
+    contrat.expectDescribed('lire_plu', started);
     const envelope = started.json();
     expect(started.headers.location).toBe(`/api/v1/urbanisme/reglements/${envelope.tache.id}`);
     expect(envelope.tache).toMatchObject({ operation: 'lire_plu', resultat_url: started.headers.location });
@@ -69,6 +74,7 @@ suite(`lire_plu on Temporal, with the real Latresne rules PDF${NEEDS_DATA}`, () 
     expect(envelope.credits).toEqual({ debites: 60, restants: 440 });
 
     const done = await get(org.cle, `${started.headers.location}?attendre=60`);
+    contrat.expectDescribed('resultat_lire_plu', done);
     const body = done.json();
     expect(body.tache.statut, JSON.stringify(body.erreur)).toBe('terminee');
     const resultat = body.resultat;
@@ -90,17 +96,36 @@ suite(`lire_plu on Temporal, with the real Latresne rules PDF${NEEDS_DATA}`, () 
     expect(first.tache.statut).toBe('terminee');
     const calls = model.requests.length;
     const second = await post(org.cle, { ...POINTS.ua, attendre: 60 });
-    expect(second.statusCode).toBe(200);
+    // Starting a task is 202 even when it ended within `attendre`: the envelope says so and carries the result.
+    expect(second.statusCode).toBe(202);
+    expect(second.headers.location).toBe(second.json().tache.resultat_url);
+    expect(second.json().tache.statut).toBe('terminee');
     expect(second.json().resultat.lecture.depuis_cache).toBe(true);
     expect(model.requests.length).toBe(calls);
     expect(second.json().credits).toEqual({ debites: 0, restants: 440 });
   });
 
-  it('asserts nothing and debits nothing for a scanned PDF or a point without zone', async () => {
+  it('asserts nothing and debits nothing for a scanned PDF, a zone without rules document or a point without zone', async () => {
     const org = await t.organisation({ acces: 'usage' });
-    const scanned = (await post(org.cle, { ...POINTS.scanne, attendre: 60 })).json();
-    expect(scanned.resultat).toMatchObject({ statut: 'scanne', regles: [] });
+    const scannedRes = await post(org.cle, { ...POINTS.scanne, attendre: 60 });
+    contrat.expectDescribed('lire_plu', scannedRes);
+    const scanned = scannedRes.json();
+    expect(scanned.resultat).toMatchObject({ statut: 'scanne', regles: [], lecture: { pages_pdf: 3 } });
+    expect(scanned.resultat.reglement_url).toMatch(/scanne\.pdf$/);
     expect(scanned.credits).toEqual({ debites: 0, restants: 500 });
+    // No rules document published for the zone: said as such, not as a scanned PDF.
+    const unpublishedRes = await post(org.cle, { ...POINTS.non_publie, attendre: 60 });
+    contrat.expectDescribed('lire_plu', unpublishedRes);
+    const unpublished = unpublishedRes.json();
+    expect(unpublished.resultat).toMatchObject({
+      statut: 'non_publie',
+      zone: { code: 'N' },
+      reglement_url: null,
+      lecture: null,
+      regles: [],
+    });
+    expect(unpublished.resultat.message).toMatch(/Aucun règlement écrit n’est publié/);
+    expect(unpublished.credits.debites).toBe(0);
     const none = (await post(org.cle, { ...POINTS.hors_zone, attendre: 60 })).json();
     expect(none.resultat).toMatchObject({ statut: 'zone_absente', regles: [] });
     expect(none.credits.debites).toBe(0);
@@ -179,6 +204,7 @@ suite(`task failures and webhook deliveries${NEEDS_DATA}`, () => {
         headers: { authorization: `Bearer ${org.cle}`, 'content-type': 'application/json' },
         payload: JSON.stringify({ ...POINTS.ua, attendre: 60 }),
       });
+      contrat.expectDescribed('lire_plu', res);
       const body = res.json();
       expect(body.tache.statut).toBe('echouee');
       expect(body.erreur).toMatchObject({ code: 'modele_indisponible' });

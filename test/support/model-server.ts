@@ -165,3 +165,47 @@ export async function startModelServer(script?: ModelReply[] | ModelHandler): Pr
     },
   };
 }
+
+type Schema = Record<string, any>;
+
+/** The least instance of a strict JSON schema: one item per list, the first value of an enum, null where allowed. */
+function leastOf(schema: Schema, root: Schema): unknown {
+  if (typeof schema.$ref === 'string') {
+    const target = schema.$ref
+      .replace(/^#\/?/, '')
+      .split('/')
+      .filter(Boolean)
+      .reduce((node: Schema, key: string) => node[key.replaceAll('~1', '/').replaceAll('~0', '~')], root);
+    return leastOf(target, root);
+  }
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  const branches: Schema[] | undefined = schema.anyOf ?? schema.oneOf;
+  if (branches) return leastOf(branches.find((b) => b.type === 'null') ?? branches[0], root);
+  const types: string[] = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.includes('null')) return null;
+  switch (types[0]) {
+    case 'object':
+      return Object.fromEntries(
+        Object.entries(schema.properties ?? {}).map(([k, v]) => [k, leastOf(v as Schema, root)]),
+      );
+    case 'array':
+      return Array.from({ length: Math.max(1, schema.minItems ?? 0) }, () => leastOf(schema.items ?? {}, root));
+    case 'number':
+    case 'integer':
+      return schema.minimum ?? schema.exclusiveMinimum ?? 0;
+    case 'boolean':
+      return false;
+    default:
+      return 'Texte du modèle de test.';
+  }
+}
+
+/**
+ * A model that answers any structured-output request with the least instance of its JSON schema: every reading runs
+ * to its end, whatever the operation asks, without a script written for it.
+ */
+export function schemaReply(body: ChatRequestBody): ModelReply {
+  const schema = body.response_format?.json_schema?.schema as Schema | undefined;
+  return schema ? { json: leastOf(schema, schema) } : { content: 'Texte du modèle de test.' };
+}

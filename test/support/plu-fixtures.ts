@@ -12,10 +12,14 @@ export const PLU_PDF = path.resolve('../shared/data/plu_pdf/latresne_33234_regle
 export const SCANNED_PDF = path.resolve('../shared/data/plu_pdf/DERIVED_latresne_33234_p14-16_image_only.pdf');
 export const hasPluData = existsSync(PLU_PDF) && existsSync(SCANNED_PDF);
 
-/** Latresne points: one in a UA square (rules PDF), one in a UB square (scanned PDF), one outside any zone. */
+/**
+ * Latresne points: one in a UA square (rules PDF), one in a UB square (scanned PDF), one in an N square whose
+ * document publishes no rules PDF, one outside any zone.
+ */
 export const POINTS = {
   ua: { lat: 44.7816, lon: -0.4945 },
   scanne: { lat: 44.79, lon: -0.48 },
+  non_publie: { lat: 44.77, lon: -0.47 },
   hors_zone: { lat: 45.5, lon: 1.5 },
 };
 
@@ -50,7 +54,7 @@ export async function servePdfs(): Promise<{ url: string; hits: () => number; cl
   return { url, hits: () => hits, close: () => server.close() };
 }
 
-/** Imports two zones through the real GPU importer (GeoJSON with the ZONE_URBA properties). */
+/** Imports three zones through the real GPU importer (GeoJSON with the ZONE_URBA properties). */
 export async function importZones(db: Db, pdfBase: string): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-zones-'));
   const file = path.join(dir, 'zones.geojson');
@@ -82,6 +86,18 @@ export async function importZones(db: Db, pdfBase: string): Promise<void> {
             urlfic: `${pdfBase}/scanne.pdf`,
           },
           geometry: square(POINTS.scanne.lat, POINTS.scanne.lon),
+        },
+        {
+          type: 'Feature',
+          properties: {
+            libelle: 'N',
+            libelong: 'Zone naturelle',
+            typezone: 'N',
+            idurba: '33234_PLU_20170123',
+            datappro: '20170123',
+            urlfic: '',
+          },
+          geometry: square(POINTS.non_publie.lat, POINTS.non_publie.lon),
         },
       ],
     }),

@@ -1,0 +1,139 @@
+import { PDFDocument, StandardFonts } from 'pdf-lib';
+
+/**
+ * Calls of the operations that the generated territory answers with a success: its keys, parcels, mutations and
+ * communes (the same seed makes the same territory, loaded as the sandbox and as the demonstration live data). The
+ * contract test (test/api/contrat.test.ts) makes each of them and checks every response against the published
+ * description: an operation added to the catalogue is covered by adding its calls here, keyed by operationId. An
+ * operation without an entry is called once with `{}`.
+ *
+ * An input is flat, as the tool's: path parameters, then the query string (GET) or the JSON body. A call that needs
+ * something made first (a subscription, a task) is a function of the context.
+ */
+export type Entree = Record<string, unknown>;
+
+export interface ContexteExemple {
+  /** A URL whose receiver answers 2xx to anything: where webhooks are delivered. */
+  recepteur: string;
+  /** Calls another operation, expecting a success checked like any other, and gives its JSON body. */
+  appeler(operationId: string, entree: Entree): Promise<any>;
+}
+
+export type Exemple = Entree | ((ctx: ContexteExemple) => Promise<Entree>);
+
+/** A number with a DPE, an energy audit and sales: every group of faits_adresse is served. */
+const ADRESSE_COMPLETE = '33234_z008_00018_ter';
+/** A number with neither zone rules document nor model reading: lire_plu ends at once, `non_publie`. */
+const ADRESSE_PLU = '33234_z018_00011';
+/** A number of Strasbourg (Alsace-Moselle, no DVF): `ventes` and `ilot` are null, and said why. */
+const ADRESSE_SANS_DVF = '67482_z001_00001';
+
+/** A one-page PDF with text, as a client sends a document to read. */
+async function bail(): Promise<string> {
+  const doc = await PDFDocument.create();
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  const page = doc.addPage([300, 200]);
+  page.drawText('Bail commercial', { x: 20, y: 160, size: 12, font });
+  page.drawText('Le loyer annuel est de 12 000 euros hors charges.', { x: 20, y: 130, size: 9, font });
+  return Buffer.from(await doc.save()).toString('base64');
+}
+
+const webhook = async ({ recepteur, appeler }: ContexteExemple) =>
+  (await appeler('webhooks_creer', { url: `${recepteur}/svc`, genres: ['tache.terminee'] })).webhook.id as string;
+
+export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
+  resoudre_adresse: [{ q: '11 rue des Pins Latresne' }, { q: 'rue des Pins', code_postal: '33360', limite: 3 }],
+  resoudre_adresse_inverse: [{ lat: 44.782339, lon: -0.498405 }],
+  valider_adresse: [
+    {
+      id: 'portal_a:1234567',
+      libelle: '11 Rue des Pins 33360 Latresne',
+      lat: 44.782339,
+      lon: -0.498405,
+      precision: 'numero',
+      confiance: 'Façade reconnue sur les photos',
+    },
+  ],
+  memoire_ajouter: [{ faits: ['Je cherche un T2 à Bordeaux', 'Ma TMI est de 30 %', 'Mon numéro : 06 12 34 56 78'] }],
+  // Read after a write, so that the lists served are not empty.
+  memoire: [
+    async ({ appeler }) => {
+      await appeler('memoire_ajouter', { faits: ['Mon apport est de 40 000 €'] });
+      return {};
+    },
+  ],
+  profil_investisseur_modifier: [{ strategie: 'cashflow', surface_min: 30, budget_total: 250_000 }],
+  profil_investisseur: [
+    async ({ appeler }) => {
+      await appeler('profil_investisseur_modifier', { villes: ['Bordeaux'], dpe_max: 'D' });
+      return {};
+    },
+  ],
+  generer_document: [
+    {
+      type: 'rapport',
+      titre: 'Visite du 11 rue des Pins',
+      date: '2025-03-14',
+      sections: [
+        { titre: 'Le bien', paragraphes: ['Maison de **4 pièces**, surface [à compléter].'] },
+        { titre: 'Points à vérifier', puces: ['Toiture', 'Assainissement'] },
+        { tableau: { colonnes: ['Poste', 'Montant'], lignes: [['Prix', '250 000 €']] } },
+      ],
+      sources: ['DVF (DGFiP, Etalab)'],
+    },
+    { type: 'lettre', titre: 'Offre d’achat', sections: [{ paragraphes: ['Madame, Monsieur,'] }], format: 'docx' },
+  ],
+  lire_document: [
+    async () => ({
+      fichiers: [{ nom: 'bail.pdf', contenu_base64: await bail() }],
+      question: 'Quel est le loyer annuel ?',
+    }),
+  ],
+  faits_adresse: [
+    { cle_ban: ADRESSE_COMPLETE },
+    { cle_ban: ADRESSE_SANS_DVF },
+    // Selections: whole groups and single columns, every group reduced at once.
+    { cle_ban: ADRESSE_COMPLETE, champs: 'dpe,identite.lat' },
+    {
+      cle_ban: ADRESSE_COMPLETE,
+      champs: 'identite.lat,batiment.type,dpe.etiquette,audit.nb,ventes.derniere,ilot.ventes_5a,commune.nom',
+    },
+  ],
+  ventes_adresse: [{ cle_ban: '75111_z025_00010' }],
+  ventes_adresse_parcelle: [{ id_parcelle: '33001000BP0402' }],
+  ventes: [{ insee: '33234' }, { lat: 44.782339, lon: -0.498405, rayon_m: 500, type: 'maison', limite: 5 }],
+  ventes_mutation: [{ id_mutation: '2021-9000001' }],
+  permis_adresse: [{ cle_ban: '33001_z015_00002' }],
+  permis_adresse_parcelle: [{ id_parcelle: '33001000AD0397' }],
+  societes_civiles: [{ cle_ban: '33001_z003_00012' }],
+  lire_plu: [
+    { cle_ban: ADRESSE_PLU, attendre: 30 },
+    { lat: 44.782339, lon: -0.498405, themes: ['hauteur'] },
+  ],
+  resultat_lire_plu: [
+    async ({ appeler }) => ({
+      tache: (await appeler('lire_plu', { cle_ban: ADRESSE_PLU, nature_projet: 'piscine' })).tache.id,
+      attendre: 30,
+    }),
+  ],
+  taxe_amenagement: [
+    { insee: '33234', surface_taxable_creee_m2: 120, residence_principale: true },
+    { insee: '33234', type_travaux: 'piscine', piscine_m2: 32 },
+  ],
+  webhooks_creer: [
+    async ({ recepteur }) => ({
+      url: `${recepteur}/svc`,
+      genres: ['baisse_prix', 'tache.terminee'],
+      filtres: { insee: ['33234'], prix_max: 400_000 },
+    }),
+  ],
+  // Listed after a test delivery, so that `dernieres_livraisons` is not empty.
+  webhooks: [
+    async (ctx) => {
+      await ctx.appeler('webhooks_tester', { id: await webhook(ctx) });
+      return {};
+    },
+  ],
+  webhooks_tester: [async (ctx) => ({ id: await webhook(ctx) })],
+  webhooks_supprimer: [async (ctx) => ({ id: await webhook(ctx) })],
+};
