@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Operation, Services } from '../domain/catalogue.ts';
 import { OPERATIONS } from '../domain/operations.ts';
 import { createAccounts } from '../domain/platform/accounts.ts';
+import { createTaskEnds } from '../domain/taches/fins.ts';
 import type { Db } from '../db/client.ts';
 import type { Config } from '../lib/config.ts';
 import { createCursors } from '../lib/cursor.ts';
@@ -58,12 +59,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
 
   const secret = await db.query<{ valeur: string }>(`SELECT valeur FROM parametres WHERE nom = 'secret_curseurs'`);
+  const taskEnds = createTaskEnds(db);
+  // Before in-flight requests are awaited: a request waiting for a task's end answers at once with the task as it is.
+  app.addHook('preClose', () => taskEnds.close());
   const services: Services = {
     db,
     outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
     cursors: createCursors(secret.rows[0].valeur),
     now: () => new Date(),
     files: fileDeliveryFromConfig(config, secret.rows[0].valeur),
+    taskEnds,
     ...deps.services,
   };
   const accounts = createAccounts(db, { quotaMinute: config.DEFAULT_QUOTA_MINUTE });

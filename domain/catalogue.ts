@@ -70,10 +70,14 @@ export interface Caller {
 /** Starts a task's engine (Temporal in production): the domain only knows this interface. */
 export interface TaskEngine {
   start(task: { id: string; operation: string }): Promise<void>;
-  /** Resolves when the task has ended or after `ms`, whichever comes first. */
-  wait(taskId: string, ms: number): Promise<void>;
   /** Asks a running task to stop (its activities are cancelled; its workflow cleans up). */
   cancel(taskId: string): Promise<void>;
+}
+
+/** The ends of tasks, as the database announces them to every instance (domain/taches/fins.ts). */
+export interface TaskEnds {
+  /** Resolves when the task has ended (or is gone), after `ms`, or when `signal` aborts, whichever comes first. */
+  wait(taskId: string, ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** What a handler may use. Narrow on purpose: no HTTP, no Temporal. */
@@ -84,6 +88,8 @@ export interface Services {
   now: () => Date;
   /** The engine of the long operations; absent when the service runs without Temporal (they then answer 503). */
   tasks?: TaskEngine;
+  /** What `attendre` and the synchronous long operations wait on (the application always provides it). */
+  taskEnds?: TaskEnds;
   /** Generated files: storage and signed download links (generer_document answers 503 without it). */
   files?: FileDelivery;
   /** Threads laying out generated documents off the main loop (a shared pool when absent). */

@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import type { TaskEngine } from '../domain/catalogue.ts';
 
 /** The workflow type of each task operation (workflows/index.ts exports them). */
@@ -26,7 +26,10 @@ export async function connectTemporal(address: string): Promise<{ client: Client
   return { client: new Client({ connection }), close: () => connection.close() };
 }
 
-/** The task engine of the API: starts one workflow per task (workflow id = task id) and waits by long-polling. */
+/**
+ * The task engine of the API: starts one workflow per task (workflow id = task id). Waiting for an end is not its
+ * business: the database announces ends to every instance (domain/taches/fins.ts).
+ */
 export function createTemporalEngine(
   client: Client,
   options: { taskQueue: string; delaisLivraisonS: number[] },
@@ -43,20 +46,6 @@ export function createTemporalEngine(
     },
     async cancel(taskId) {
       await client.workflow.getHandle(taskId).cancel();
-    },
-    async wait(taskId, ms) {
-      if (ms <= 0) return;
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), ms);
-      try {
-        // result() long-polls the workflow's history; the abort ends the poll when the wait is over.
-        await client.withAbortSignal(controller.signal, () => client.workflow.getHandle(taskId).result());
-      } catch (error) {
-        // A failed workflow has ended too (its row says echouee); only a missing one is a fault.
-        if (error instanceof WorkflowNotFoundError) throw error;
-      } finally {
-        clearTimeout(timer);
-      }
     },
   };
 }

@@ -140,13 +140,13 @@ Décisions :
         erreurs,
       });
     }
-    if (!ctx.services.tasks) {
+    if (!ctx.services.tasks || !ctx.services.taskEnds) {
       throw new ApiError('service_indisponible', 'Le moteur des tâches n’est pas configuré (TEMPORAL_ADDRESS).');
     }
     let resultat: ReadDocumentsResult;
     try {
       resultat = await runSyncTask<ReadDocumentsResult>(
-        { db: ctx.services.db, engine: ctx.services.tasks },
+        { db: ctx.services.db, engine: ctx.services.tasks, ends: ctx.services.taskEnds },
         { operation: 'lire_document', caller: ctx.caller, input: { ...input }, signal: ctx.signal },
       );
     } catch (error) {

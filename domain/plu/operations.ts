@@ -124,7 +124,7 @@ async function pointOf(
 
 async function waitFor(row: TaskRow, seconds: number, ctx: OperationContext): Promise<TaskRow> {
   if (seconds <= 0 || row.statut === 'terminee' || row.statut === 'echouee') return row;
-  await ctx.services.tasks!.wait(row.id, seconds * 1000);
+  await ctx.services.taskEnds?.wait(row.id, seconds * 1000, ctx.signal);
   return (await readTask(ctx.services.db, row.id, ctx.caller.organisationId)) ?? row;
 }
 
@@ -237,7 +237,7 @@ export const resultatLirePlu = defineOperation({
   async handler(input, ctx) {
     const row = await readTask(ctx.services.db, input.tache, ctx.caller.organisationId);
     if (!row || row.operation !== 'lire_plu') throw new ApiError('ressource_absente', `Aucune tâche ${input.tache}.`);
-    const current = ctx.services.tasks ? await waitFor(row, input.attendre, ctx) : row;
+    const current = await waitFor(row, input.attendre, ctx);
     return served(current, ctx);
   },
 });

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { transaction, type Db, type Queryable } from '../../db/client.ts';
+import type { Db, Queryable } from '../../db/client.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
-import type { Caller, TaskEngine } from '../catalogue.ts';
+import type { Caller, TaskEnds, TaskEngine } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
-import { debit } from '../platform/ledger.ts';
 
 /** Results are kept 7 days after the task was created; then the task is absent. */
 export const TASK_RETENTION_DAYS = 7;
@@ -87,7 +86,7 @@ export class SyncTaskFailed extends Error {
  * carries the input and the result only for the time of the call, then is deleted: nothing of the content is kept.
  */
 export async function runSyncTask<R>(
-  deps: { db: Db; engine: TaskEngine },
+  deps: { db: Db; engine: TaskEngine; ends: TaskEnds },
   task: { operation: string; caller: Caller; input: Record<string, unknown>; signal: AbortSignal },
 ): Promise<R> {
   const id = newTaskId();
@@ -99,12 +98,9 @@ export async function runSyncTask<R>(
   const purge = () => deps.db.query('DELETE FROM taches WHERE id = $1', [id]);
   try {
     await deps.engine.start({ id, operation: task.operation });
-    const abandon = new Promise<void>((resolve) =>
-      task.signal.addEventListener('abort', () => resolve(), { once: true }),
-    );
-    // Waits by slices so that the request's time-out is noticed even while Temporal long-polls.
     while (!task.signal.aborted) {
-      await Promise.race([deps.engine.wait(id, 5000), abandon]);
+      // The wait also ends with the request's time-out (the signal).
+      await deps.ends.wait(id, 60_000, task.signal);
       const { rows } = await deps.db.query<TaskRow>('SELECT statut, resultat, erreur FROM taches WHERE id = $1', [id]);
       const row = rows[0];
       if (row?.statut === 'terminee') return row.resultat as R;
@@ -127,8 +123,9 @@ export async function readTask(db: Queryable, id: string, organisationId: string
 }
 
 /**
- * Creates a task and reserves its price in one transaction, then starts it. With an idempotency key, the same key
- * and body give back the same task; another body with the same key is a 409 conflit.
+ * Creates a task and reserves its price in one statement (svc_creer_tache: one round trip, one commit), then starts
+ * it. With an idempotency key, the same key and body give back the same task; another body with the same key is a
+ * 409 conflit.
  */
 export async function createTask(
   deps: { db: Db; engine: TaskEngine },
@@ -141,72 +138,39 @@ export async function createTask(
     clientKey: string | null;
   },
 ): Promise<{ row: TaskRow; created: boolean; restants: number | null }> {
-  const fingerprint = sha256Hex(JSON.stringify([task.operation, task.input]));
-  const outcome = await transaction(deps.db, async (tx) => {
-    if (task.clientKey) {
-      // Serialises concurrent requests of the same key: the second sees the first's row.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${task.caller.organisationId}:${task.clientKey}`]);
-      const { rows } = await tx.query<TaskRow & { empreinte_entree: string }>(
-        'SELECT * FROM taches WHERE organisation_id = $1 AND cle_client = $2',
-        [task.caller.organisationId, task.clientKey],
-      );
-      if (rows[0]) {
-        if (rows[0].empreinte_entree !== fingerprint || rows[0].operation !== task.operation) {
-          throw new ApiError(
-            'conflit',
-            'Cette Idempotency-Key a déjà servi pour une autre requête : utilisez une nouvelle clé.',
-          );
-        }
-        return { row: rows[0], created: false, restants: null as number | null };
-      }
-    }
-    const id = newTaskId();
-    let restants: number | null = null;
-    if (!task.caller.sandbox && task.credits > 0) {
-      const reserved = await debit(tx, {
-        organisationId: task.caller.organisationId,
-        cleId: task.caller.cleId,
-        genre: 'reservation',
-        credits: task.credits,
-        operation: task.operation,
-        requete: null,
-        tache: id,
-        idempotence: `reservation:${id}`,
-      });
-      if (reserved.issue === 'credits_insuffisants') {
-        throw new ApiError(
-          'credits_insuffisants',
-          `Il reste ${reserved.restants} crédits ; cette tâche en réserve ${task.credits}.`,
-        );
-      }
-      if (reserved.issue === 'plafond_cle') throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
-      restants = reserved.restants;
-    }
-    const { rows } = await tx.query<TaskRow>(
-      `INSERT INTO taches (id, operation, organisation_id, cle_id, entree, webhook, credits_reserves, cle_client,
-                           empreinte_entree, expire_le)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(days => $10)) RETURNING *`,
-      [
-        id,
-        task.operation,
-        task.caller.organisationId,
-        task.caller.cleId,
-        task.input,
-        task.webhook,
-        task.caller.sandbox ? 0 : task.credits,
-        task.clientKey,
-        fingerprint,
-        TASK_RETENTION_DAYS,
-      ],
+  const credits = task.caller.sandbox ? 0 : task.credits;
+  const { rows } = await deps.db.query<TaskRow & { issue: string; restants: number | null }>(
+    `SELECT r.issue, r.restants, (r.tache).* FROM svc_creer_tache($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) r`,
+    [
+      newTaskId(),
+      task.operation,
+      task.caller.organisationId,
+      task.caller.cleId,
+      task.input,
+      task.webhook,
+      credits,
+      task.clientKey,
+      sha256Hex(JSON.stringify([task.operation, task.input])),
+      TASK_RETENTION_DAYS,
+    ],
+  );
+  const { issue, restants, ...row } = rows[0];
+  if (issue === 'conflit') {
+    throw new ApiError(
+      'conflit',
+      'Cette Idempotency-Key a déjà servi pour une autre requête : utilisez une nouvelle clé.',
     );
-    return { row: rows[0], created: true, restants };
-  });
-  if (outcome.created) {
+  }
+  if (issue === 'credits_insuffisants') {
+    throw new ApiError('credits_insuffisants', `Il reste ${restants} crédits ; cette tâche en réserve ${credits}.`);
+  }
+  if (issue === 'plafond_cle') throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
+  if (issue === 'creee') {
     try {
-      await deps.engine.start({ id: outcome.row.id, operation: task.operation });
+      await deps.engine.start({ id: row.id, operation: task.operation });
     } catch {
       // Nothing ran: the task is marked failed and its credits given back, so nothing is lost or half-written.
-      await failTask(deps.db, outcome.row.id, {
+      await failTask(deps.db, row.id, {
         code: 'service_indisponible',
         detail: 'Le moteur de tâches est injoignable.',
       });
@@ -216,7 +180,7 @@ export async function createTask(
       );
     }
   }
-  return outcome;
+  return { row, created: issue === 'creee', restants };
 }
 
 export async function markRunning(db: Queryable, id: string): Promise<void> {
@@ -227,39 +191,24 @@ export async function markRunning(db: Queryable, id: string): Promise<void> {
 }
 
 /**
- * Ends a task with its result, exactly once. `debit` false when there was nothing to read (credits given back);
- * the fingerprint makes a result identical to one served within 24 h free of charge.
+ * Ends a task with its result, exactly once (svc_finir_tache). `debit` false when there was nothing to read
+ * (credits given back); the fingerprint makes a result identical to one served within 24 h free of charge.
  */
 export async function completeTask(
-  db: Db,
+  db: Queryable,
   id: string,
   resultat: unknown,
   options: { debit: boolean; fingerprint: string | null },
 ): Promise<void> {
-  await transaction(db, async (tx) => {
-    const { rows } = await tx.query('SELECT statut FROM taches WHERE id = $1 FOR UPDATE', [id]);
-    if (!rows[0] || rows[0].statut === 'terminee' || rows[0].statut === 'echouee') return;
-    const settled = await tx.query('SELECT * FROM svc_regler_tache($1, $2, $3)', [
-      id,
-      options.debit,
-      options.fingerprint,
-    ]);
-    await tx.query(
-      `UPDATE taches SET statut = 'terminee', resultat = $2, credits_debites = $3, termine_le = now() WHERE id = $1`,
-      [id, resultat, settled.rows[0].debites],
-    );
-  });
+  await db.query(`SELECT svc_finir_tache($1, 'terminee', $2, NULL, $3, $4)`, [
+    id,
+    resultat,
+    options.debit,
+    options.fingerprint,
+  ]);
 }
 
 /** Ends a task in failure, exactly once, giving its credits back. */
-export async function failTask(db: Db, id: string, erreur: z.infer<typeof TaskErrorSchema>): Promise<void> {
-  await transaction(db, async (tx) => {
-    const { rows } = await tx.query('SELECT statut FROM taches WHERE id = $1 FOR UPDATE', [id]);
-    if (!rows[0] || rows[0].statut === 'terminee' || rows[0].statut === 'echouee') return;
-    await tx.query('SELECT * FROM svc_regler_tache($1, false, NULL)', [id]);
-    await tx.query(
-      `UPDATE taches SET statut = 'echouee', erreur = $2, credits_debites = 0, termine_le = now() WHERE id = $1`,
-      [id, erreur],
-    );
-  });
+export async function failTask(db: Queryable, id: string, erreur: z.infer<typeof TaskErrorSchema>): Promise<void> {
+  await db.query(`SELECT svc_finir_tache($1, 'echouee', NULL, $2, false, NULL)`, [id, erreur]);
 }
