@@ -1,4 +1,11 @@
-import { ApplicationFailure, ParentClosePolicy, proxyActivities, startChild } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  startChild,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { livrerWebhook } from './livrer-webhook.ts';
 
@@ -6,7 +13,7 @@ import { livrerWebhook } from './livrer-webhook.ts';
 const NON_RETRYABLE = ['entree_invalide', 'modele_non_configure', 'modele_refus', 'document_inaccessible'];
 
 // Quick steps over the database and the network.
-const etapes = proxyActivities<Activities>({
+const QUICK = {
   startToCloseTimeout: '2 minutes',
   retry: {
     initialInterval: '1 second',
@@ -14,7 +21,12 @@ const etapes = proxyActivities<Activities>({
     maximumAttempts: 5,
     nonRetryableErrorTypes: NON_RETRYABLE,
   },
-});
+} as const;
+const etapes = proxyActivities<Activities>(QUICK);
+// The same steps over the database alone, as local activities: run by the worker that runs the workflow, without a
+// round trip through the Temporal server each, so a task ends tens of milliseconds sooner and costs less to run.
+// Retried as the others, and as harmless to repeat (a task ends once).
+const etapesLocales = proxyLocalActivities<Activities>(QUICK);
 // The model reading: long, heartbeating, so a lost worker is noticed within the heartbeat time-out.
 const lecture = proxyActivities<Activities>({
   startToCloseTimeout: '4 minutes',
@@ -44,22 +56,24 @@ async function livrer(livraisons: string[], delaisS: number[]) {
 
 /** PLU reading (lire_plu): zone of the point, rules PDF, model reading with every quotation checked, result. */
 export async function lirePlu({ tacheId, delaisLivraisonS }: TacheEntree): Promise<string> {
+  // Workflows started before the local steps replay the activities their history recorded.
+  const rapides = patched('etapes-locales') ? etapesLocales : etapes;
   try {
-    await etapes.commencerTache(tacheId);
-    const lieu = await etapes.localiserZonePlu(tacheId);
+    await rapides.commencerTache(tacheId);
+    const lieu = await rapides.localiserZonePlu(tacheId);
     let document = null;
     let lu = null;
     if (lieu.zone && lieu.reglementUrl) {
       document = await etapes.chargerReglement(lieu.reglementUrl);
       if (!document.scanne) lu = await lecture.lireZonePlu({ document, zone: lieu.zone.code });
     }
-    const livraisons = await etapes.terminerLirePlu({ tacheId, lieu, document, lecture: lu });
+    const livraisons = await rapides.terminerLirePlu({ tacheId, lieu, document, lecture: lu });
     await livrer(livraisons, delaisLivraisonS);
     return 'terminee';
   } catch (error) {
     const cause = error instanceof ApplicationFailure ? error : (error as { cause?: unknown }).cause;
     const failure = cause instanceof ApplicationFailure ? cause : null;
-    const livraisons = await etapes.echouerTache({
+    const livraisons = await rapides.echouerTache({
       tacheId,
       code: failure?.type ?? 'erreur_interne',
       detail: failure?.message ?? 'La lecture a échoué.',
