@@ -1,20 +1,25 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Operation, Services } from '../domain/catalogue.ts';
 import { OPERATIONS } from '../domain/operations.ts';
+import { createPipeline, newRequestId, type Pipeline } from '../domain/invoke.ts';
 import { createAccounts } from '../domain/platform/accounts.ts';
 import type { Db } from '../db/client.ts';
 import type { Config } from '../lib/config.ts';
 import { createCursors } from '../lib/cursor.ts';
 import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { registerAdmin } from './admin.ts';
-import { createAuthenticator } from './authenticate.ts';
 import { registerDocs } from './docs.ts';
 import { DOWNLOAD_PATHS, registerDownloads } from './downloads.ts';
 import { fileDeliveryFromConfig } from '../domain/documents/telechargement.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
-import { createRateLimiter } from './rate-limit.ts';
-import { clientErrorHandler, handleError, newRequestId, registerProblemHandlers } from './problems.ts';
+import { clientErrorHandler, handleError, registerProblemHandlers } from './problems.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    pipeline: Pipeline;
+  }
+}
 
 export interface AppDeps {
   config: Config;
@@ -67,7 +72,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...deps.services,
   };
   const accounts = createAccounts(db, { quotaMinute: config.DEFAULT_QUOTA_MINUTE });
-  const auth = createAuthenticator({ db, accounts, limiter: createRateLimiter() });
+  const pipeline = createPipeline({ operations, services, accounts });
+  // The one pipeline of the app's operations, for the other adapters (MCP) and for tests calling `invoke`.
+  app.decorate('pipeline', pipeline);
 
   app.get('/health', async (_request, reply) => {
     await db.query('SELECT 1');
@@ -77,20 +84,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get(`${API_PREFIX}/openapi.json`, async () => openapi);
   registerDocs(app);
   registerDownloads(app, services);
-  registerOperations(app, {
-    operations,
-    auth,
-    services,
-    // Personal data never enters the shared response memory.
-    sharedCache: (operation) => !operation.personalKey,
-  });
+  registerOperations(app, { operations, pipeline, services });
   if (config.ADMIN_TOKEN) {
     registerAdmin(app, {
       db,
       accounts,
       cursors: services.cursors,
       adminToken: config.ADMIN_TOKEN,
-      onChange: () => auth.forget(),
+      onChange: () => pipeline.forget(),
     });
   }
   return app;

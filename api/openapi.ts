@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { CreditsSchema, type Operation, type Tier } from '../domain/catalogue.ts';
+import { CreditsSchema, operationId, pathParams, type Operation, type Tier } from '../domain/catalogue.ts';
 import { ERRORS, type ErrorCode } from '../domain/errors.ts';
-import { API_PREFIX, pathParams } from './operation-routes.ts';
+import { API_PREFIX } from './operation-routes.ts';
 import { ProblemSchema } from './problems.ts';
 
 const DESCRIPTION = readFileSync(new URL('./description.md', import.meta.url), 'utf8');
@@ -135,7 +135,7 @@ function operationObject(operation: Operation) {
     `**Bac à sable** ${operation.sandbox ? 'oui' : 'non'} · **Cache** ${operation.cacheS > 0 ? `${operation.cacheS} s` : 'jamais'} · **Délai** ${operation.timeoutS} s${operation.personalKey ? ' · **Clé personnelle requise**' : ''}`,
   ].join('  \n');
   return {
-    operationId: operation.variant ? `${operation.tool}_${operation.variant}` : operation.tool,
+    operationId: operationId(operation),
     'x-svc-outil': operation.tool,
     summary: operation.summary,
     description: `${meta}\n\n${operation.description}`,
