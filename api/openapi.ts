@@ -44,6 +44,10 @@ export function errorCodesOf(operation: Operation): ErrorCode[] {
     'delai_depasse',
     'erreur_interne',
     'service_indisponible',
+    // Refusals of the HTTP parser, before any route: any request may get them.
+    'requete_illisible',
+    'requete_trop_lente',
+    'entetes_trop_lourds',
   ];
   if (operation.method !== 'GET') codes.push('type_contenu', 'corps_illisible', 'corps_trop_lourd');
   codes.push('hors_bac_a_sable');
