@@ -13,7 +13,8 @@
  * waiting on it with `attendre`.
  */
 import { spawn } from 'node:child_process';
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
+import os from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
@@ -45,6 +46,8 @@ interface LoadResult {
   ok: number;
   non2xx: number;
   errors: number;
+  /** CPU time of the server's process (all its threads) per answer, in µs. */
+  cpuUs?: number;
 }
 
 /** `taxe_amenagement`'s body; surfaces of 10 to 100 000 m² with two decimals: ten million distinct requests. */
@@ -52,23 +55,44 @@ const body = (surface: number) => JSON.stringify({ insee: '33234', surface_taxab
 const freshBody = (n: number) => body(10 + (n % 9_999_000) / 100);
 
 /** Runs `node bench/pipeline.ts <args>` and resolves with the first line it prints. */
-function child(args: string[], untilExit: boolean): Promise<{ line: string; stop(): void }> {
+function child(args: string[], untilExit: boolean): Promise<{ line: string; pid: number; stop(): void }> {
   const proc = spawn(process.execPath, [import.meta.filename, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (chunk) => {
       out += chunk;
-      if (!untilExit && out.includes('\n')) resolve({ line: out.trim(), stop: () => proc.kill('SIGTERM') });
+      if (!untilExit && out.includes('\n'))
+        resolve({ line: out.trim(), pid: proc.pid!, stop: () => proc.kill('SIGTERM') });
     });
     proc.once('exit', (code) => {
-      if (code === 0 && untilExit) resolve({ line: out.trim(), stop: () => {} });
+      if (code === 0 && untilExit) resolve({ line: out.trim(), pid: proc.pid!, stop: () => {} });
       else reject(new Error(`node bench/pipeline.ts ${args[0]} : code ${code}`));
     });
   });
 }
 
-const load = async (spec: LoadSpec): Promise<LoadResult> =>
-  JSON.parse((await child(['--load', JSON.stringify(spec)], true)).line);
+/**
+ * CPU time a process has used so far, its threads included, in ms (Linux: /proc, 100 ticks a second). Less sensitive
+ * than req/s to what else the machine runs, so that a change of the service's own cost shows on a shared machine.
+ */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** One load run against the server of process `server`. */
+async function load(spec: LoadSpec, server: number): Promise<LoadResult> {
+  const cpu = cpuMs(server);
+  const result: LoadResult = JSON.parse((await child(['--load', JSON.stringify(spec)], true)).line);
+  return { ...result, cpuUs: ((cpuMs(server) - cpu) * 1000) / Math.max(1, result.ok + result.non2xx) };
+}
+
+const loadAverage = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(1))
+    .join(' / ');
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -116,24 +140,31 @@ async function main() {
     let offset = 0;
     const cases = {
       bare: (duration: number) =>
-        load({ url: `${bare.line}/bare`, method: 'POST', headers: {}, kind: 'same', offset: 0, duration }),
+        load({ url: `${bare.line}/bare`, method: 'POST', headers: {}, kind: 'same', offset: 0, duration }, bare.pid),
       same: (duration: number) =>
-        load({ url: billedUrl, method: 'POST', headers: auth, kind: 'same', offset: 0, duration }),
+        load({ url: billedUrl, method: 'POST', headers: auth, kind: 'same', offset: 0, duration }, service.pid),
       fresh: (duration: number) =>
-        load({
-          url: billedUrl,
-          method: 'POST',
-          headers: auth,
-          kind: 'fresh',
-          offset: (offset += FRESH_PER_RUN),
-          duration,
-        }),
+        load(
+          {
+            url: billedUrl,
+            method: 'POST',
+            headers: auth,
+            kind: 'fresh',
+            offset: (offset += FRESH_PER_RUN),
+            duration,
+          },
+          service.pid,
+        ),
       health: (duration: number) =>
-        load({ url: `${service.url}/health`, method: 'GET', headers: {}, kind: 'none', offset: 0, duration }),
+        load(
+          { url: `${service.url}/health`, method: 'GET', headers: {}, kind: 'none', offset: 0, duration },
+          service.pid,
+        ),
     };
     type Case = keyof typeof cases;
     const order = Object.keys(cases) as Case[];
 
+    const loadBefore = loadAverage();
     let freshAnswers = 0;
     for (const name of order) {
       const warm = await cases[name](WARMUP_S);
@@ -181,13 +212,14 @@ async function main() {
     const posts: number[] = [];
     for (let i = 0; i < TASKS; i++) posts.push((await startTask()).elapsed);
 
+    const loadAfter = loadAverage();
     const logs = await countLogLines(service.logFile);
 
     const row = (label: string, name: Case) => {
       const r = results[name];
       const ratios = r.map((x, i) => x.rps / results.bare[i]!.rps);
       const non2xx = r.reduce((sum, x) => sum + x.non2xx + x.errors, 0);
-      return `| ${label} | ${median(r.map((x) => x.rps)).toFixed(0)} | ${median(r.map((x) => x.p50))} | ${median(r.map((x) => x.p99))} | ${non2xx} | ${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(', ')}) |`;
+      return `| ${label} | ${median(r.map((x) => x.rps)).toFixed(0)} | ${median(r.map((x) => x.p50))} | ${median(r.map((x) => x.p99))} | ${non2xx} | ${median(r.map((x) => x.cpuUs!)).toFixed(0)} | ${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(', ')}) |`;
     };
     const ms = (n: number) => n.toFixed(1);
     await writeSection(
@@ -198,10 +230,13 @@ async function main() {
         'level written to a file), the bare route and the load generator (autocannon) each in a process of its own;',
         `${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per case in the order A B C D, D C B A, after a`,
         `${WARMUP_S} s warm-up of each. Figures: medians over the rounds; "vs bare" compares each round with the bare`,
-        'route of the same round (per round in brackets).',
+        'route of the same round (per round in brackets). Server CPU: the CPU time of the process that answers (the',
+        "service's, api and worker, without PostgreSQL's and Temporal's; the bare route's), all its threads, per answer:",
+        `less sensitive than req/s to the machine's other work. Load average (1 / 5 / 15 min) before the runs:`,
+        `${loadBefore}, after them: ${loadAfter}.`,
         '',
-        '| route | req/s | p50 ms | p99 ms | non-2xx and errors | vs bare |',
-        '|---|---|---|---|---|---|',
+        '| route | req/s | p50 ms | p99 ms | non-2xx and errors | server CPU µs per answer | vs bare |',
+        '|---|---|---|---|---|---|---|',
         row('bare Fastify, POST, same JSON', 'bare'),
         row('`taxe_amenagement`, same request again and again (identical answers within 24 h not debited)', 'same'),
         row('`taxe_amenagement`, a new request each time (every answer debited)', 'fresh'),

@@ -12,6 +12,8 @@ import { freePort } from '../lib/net.ts';
 
 export interface Service {
   url: string;
+  /** The process of `node scripts/start.ts`: the api and the worker (PostgreSQL and Temporal run in their own). */
+  pid: number;
   adminToken: string;
   /** The service's standard output (its logs), a file as in a deployment that writes them to disk; gone after stop. */
   logFile: string;
@@ -76,6 +78,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
   };
   return {
     url,
+    pid: child.pid!,
     adminToken,
     logFile,
     admin,
