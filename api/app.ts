@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
+import pino from 'pino';
 import type { Operation, Services } from '../domain/catalogue.ts';
 import { OPERATIONS } from '../domain/operations.ts';
 import { createPipeline, newRequestId, type Pipeline } from '../domain/invoke.ts';
@@ -34,8 +35,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
   const operations = deps.operations ?? OPERATIONS;
   const requestTimeoutMs = config.REQUEST_TIMEOUT_S * 1000;
+  // Log lines are buffered and written to standard output by libuv's thread pool (pino's sync: false): a request
+  // pays for serialising its lines, never for a write system call on the event loop. A clean stop writes what is
+  // left (onClose below); a process killed outright loses the lines of its last moments.
+  const logs = config.LOG_LEVEL === 'silent' ? null : pino.destination({ dest: 1, sync: false });
   const app = Fastify({
-    logger: config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL },
+    logger: logs ? { level: config.LOG_LEVEL, stream: logs } : false,
     bodyLimit: config.BODY_LIMIT_BYTES,
     // A client that stalls while sending its headers or its body is cut (408) once the whole request has taken
     // longer than this; Node checks its connections every second, so the cut comes within one more second. Once
@@ -58,6 +63,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('Svc-Requete', request.id);
   });
+  // The server is closed by then: every request's lines are in the buffer. One synchronous write, at the stop only.
+  if (logs) app.addHook('onClose', async () => logs.flushSync());
   registerProblemHandlers(app, config.BODY_LIMIT_BYTES);
   // Bodies are JSON only: any other content type answers 415 type_contenu.
   app.removeContentTypeParser('text/plain');
