@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { lireEntree, nombre } from '../domain/entrees.ts';
+import { exigerEntree, nombre } from '../domain/entrees.ts';
 import { ApiError } from '../domain/errors.ts';
 import {
   CreditGrantSchema,
@@ -13,7 +13,6 @@ import { balanceOf, movements } from '../domain/platform/ledger.ts';
 import type { Db } from '../db/client.ts';
 import type { Cursors } from '../lib/cursor.ts';
 import { safeEqual } from '../lib/crypto.ts';
-import { fieldErrors } from './problems.ts';
 
 const IdParams = z.object({ id: z.uuid('identifiant uuid attendu') });
 const ReleveQuery = z.object({
@@ -26,12 +25,7 @@ function parse<S extends z.ZodType>(
   value: unknown,
   emplacement: 'chemin' | 'requete' | 'corps',
 ): z.output<S> {
-  const parsed = lireEntree(schema, value === undefined ? {} : value);
-  if (parsed.success) return parsed.data;
-  const erreurs = fieldErrors(parsed.error, () => emplacement);
-  throw new ApiError('parametres_invalides', `Paramètres invalides : ${erreurs.map((e) => e.champ).join(', ')}.`, {
-    erreurs,
-  });
+  return exigerEntree(schema, value === undefined ? {} : value, () => emplacement);
 }
 
 /**

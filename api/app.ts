@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
+import pino from 'pino';
 import type { Operation, Services } from '../domain/catalogue.ts';
 import { OPERATIONS } from '../domain/operations.ts';
+import { createPipeline, newRequestId, type Pipeline } from '../domain/invoke.ts';
 import { createAccounts } from '../domain/platform/accounts.ts';
 import { createTaskEnds } from '../domain/taches/fins.ts';
 import type { Db } from '../db/client.ts';
@@ -8,14 +10,18 @@ import type { Config } from '../lib/config.ts';
 import { createCursors } from '../lib/cursor.ts';
 import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { registerAdmin } from './admin.ts';
-import { createAuthenticator } from './authenticate.ts';
 import { registerDocs } from './docs.ts';
 import { DOWNLOAD_PATHS, registerDownloads } from './downloads.ts';
 import { fileDeliveryFromConfig } from '../domain/documents/telechargement.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
-import { createRateLimiter } from './rate-limit.ts';
-import { clientErrorHandler, handleError, newRequestId, registerProblemHandlers } from './problems.ts';
+import { clientErrorHandler, handleError, registerProblemHandlers } from './problems.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    pipeline: Pipeline;
+  }
+}
 
 export interface AppDeps {
   config: Config;
@@ -30,8 +36,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
   const operations = deps.operations ?? OPERATIONS;
   const requestTimeoutMs = config.REQUEST_TIMEOUT_S * 1000;
+  // Log lines are buffered and written to standard output by libuv's thread pool (pino's sync: false): a request
+  // pays for serialising its lines, never for a write system call on the event loop. A clean stop writes what is
+  // left (onClose below); a process killed outright loses the lines of its last moments.
+  const logs = config.LOG_LEVEL === 'silent' ? null : pino.destination({ dest: 1, sync: false });
   const app = Fastify({
-    logger: config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL },
+    logger: logs ? { level: config.LOG_LEVEL, stream: logs } : false,
     bodyLimit: config.BODY_LIMIT_BYTES,
     // A client that stalls while sending its headers or its body is cut (408) once the whole request has taken
     // longer than this; Node checks its connections every second, so the cut comes within one more second. Once
@@ -54,6 +64,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('Svc-Requete', request.id);
   });
+  // The server is closed by then: every request's lines are in the buffer. One synchronous write, at the stop only.
+  if (logs) app.addHook('onClose', async () => logs.flushSync());
   registerProblemHandlers(app, config.BODY_LIMIT_BYTES);
   // Bodies are JSON only: any other content type answers 415 type_contenu.
   app.removeContentTypeParser('text/plain');
@@ -72,7 +84,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...deps.services,
   };
   const accounts = createAccounts(db, { quotaMinute: config.DEFAULT_QUOTA_MINUTE });
-  const auth = createAuthenticator({ db, accounts, limiter: createRateLimiter() });
+  const pipeline = createPipeline({ operations, services, accounts });
+  // The one pipeline of the app's operations, for the other adapters (MCP) and for tests calling `invoke`.
+  app.decorate('pipeline', pipeline);
 
   app.get('/health', async (_request, reply) => {
     await db.query('SELECT 1');
@@ -82,20 +96,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get(`${API_PREFIX}/openapi.json`, async () => openapi);
   registerDocs(app);
   registerDownloads(app, services);
-  registerOperations(app, {
-    operations,
-    auth,
-    services,
-    // Personal data never enters the shared response memory.
-    sharedCache: (operation) => !operation.personalKey,
-  });
+  registerOperations(app, { operations, pipeline, services });
   if (config.ADMIN_TOKEN) {
     registerAdmin(app, {
       db,
       accounts,
       cursors: services.cursors,
       adminToken: config.ADMIN_TOKEN,
-      onChange: () => auth.forget(),
+      onChange: () => pipeline.forget(),
     });
   }
   return app;

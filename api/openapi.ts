@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { CreditsSchema, type Operation, type Tier } from '../domain/catalogue.ts';
+import { CreditsSchema, operationId, pathParams, type Operation, type Tier } from '../domain/catalogue.ts';
 import { ERRORS, type ErrorCode } from '../domain/errors.ts';
-import { API_PREFIX, pathParams } from './operation-routes.ts';
+import { API_PREFIX } from './operation-routes.ts';
 import { ProblemSchema } from './problems.ts';
 
 const DESCRIPTION = readFileSync(new URL('./description.md', import.meta.url), 'utf8');
@@ -44,6 +44,10 @@ export function errorCodesOf(operation: Operation): ErrorCode[] {
     'delai_depasse',
     'erreur_interne',
     'service_indisponible',
+    // Refusals of the HTTP parser, before any route: any request may get them.
+    'requete_illisible',
+    'requete_trop_lente',
+    'entetes_trop_lourds',
   ];
   if (operation.method !== 'GET') codes.push('type_contenu', 'corps_illisible', 'corps_trop_lourd');
   codes.push('hors_bac_a_sable');
@@ -135,7 +139,7 @@ function operationObject(operation: Operation) {
     `**Bac à sable** ${operation.sandbox ? 'oui' : 'non'} · **Cache** ${operation.cacheS > 0 ? `${operation.cacheS} s` : 'jamais'} · **Délai** ${operation.timeoutS} s${operation.personalKey ? ' · **Clé personnelle requise**' : ''}`,
   ].join('  \n');
   return {
-    operationId: operation.variant ? `${operation.tool}_${operation.variant}` : operation.tool,
+    operationId: operationId(operation),
     'x-svc-outil': operation.tool,
     summary: operation.summary,
     description: `${meta}\n\n${operation.description}`,

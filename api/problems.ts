@@ -1,9 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { z } from 'zod';
-import { ApiError, ERRORS, type ErrorCode, type FieldError } from '../domain/errors.ts';
+import { ApiError, ERRORS, type ErrorCode, type RateFigures } from '../domain/errors.ts';
+import { newRequestId } from '../domain/invoke.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
@@ -28,9 +28,9 @@ export const ProblemSchema = z.object({
     .describe('Détail champ par champ (400 parametres_invalides).'),
 });
 
-/** The id of a request, in the `requete` member and the Svc-Requete header. */
-export function newRequestId(): string {
-  return `req_${randomUUID().replaceAll('-', '')}`;
+/** The organisation's per-minute figures as the RateLimit-* headers of every served answer. */
+export function rateLimitHeaders(rate: RateFigures) {
+  return { 'RateLimit-Limit': rate.limit, 'RateLimit-Remaining': rate.remaining, 'RateLimit-Reset': rate.resetS };
 }
 
 export function problemBody(request: Pick<FastifyRequest, 'id' | 'url'>, error: ApiError) {
@@ -48,19 +48,10 @@ export function problemBody(request: Pick<FastifyRequest, 'id' | 'url'>, error: 
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: ApiError) {
   if (error.headers) reply.headers(error.headers);
+  if (error.rate) reply.headers({ 'Retry-After': error.rate.resetS, ...rateLimitHeaders(error.rate) });
   // Also set here: errors of the router itself happen before any hook has run.
   reply.header('Svc-Requete', request.id);
   return reply.code(error.status).type(PROBLEM_TYPE).send(problemBody(request, error));
-}
-
-/** Turns a zod failure into the field-by-field detail of a 400. */
-export function fieldErrors(error: z.ZodError, locate: (field: string) => FieldError['emplacement']): FieldError[] {
-  return error.issues.map((issue) => {
-    const champ = issue.path
-      .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-      .join('');
-    return { champ: champ || '(corps)', emplacement: locate(String(issue.path[0] ?? '')), message: issue.message };
-  });
 }
 
 // Fastify's own errors at the body-reading stage, mapped to the stable codes.
@@ -79,7 +70,10 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; detail: string }> = {
 
 /** The one error handler: every failure leaves as problem+json; a 5xx never shows internals. */
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, bodyLimit: number) {
-  if (error instanceof ApiError) return sendProblem(request, reply, error);
+  if (error instanceof ApiError) {
+    if (error.code === 'erreur_interne' && error.cause) request.log.error({ err: error.cause }, 'erreur interne');
+    return sendProblem(request, reply, error);
+  }
   const known = error.code ? FASTIFY_CODES[error.code] : undefined;
   if (known) return sendProblem(request, reply, new ApiError(known.code, known.detail));
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {

@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import { machine, writeSection } from './results.ts';
 import { startService } from './service.ts';
 
@@ -69,6 +70,7 @@ if (process.argv[2] === '--client') {
   process.exit(0);
 }
 
+const load = os.loadavg()[0]!.toFixed(1);
 const service = await startService();
 try {
   const { cle } = await service.organisation();
@@ -87,7 +89,7 @@ try {
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   await writeSection(
     'Stalled clients',
-    `Machine: ${machine()}. The service as \`npm start\` runs it (embedded PostgreSQL, Temporal dev server, default
+    `Machine: ${machine()}, load average ${load} when the run started. The service as \`npm start\` runs it (embedded PostgreSQL, Temporal dev server, default
 log level), in its own process; the clients and the prober in another. ${STALLED} connections send the headers of a
 \`POST /compte/memoire\` with a valid key and \`Content-Length: 4096\`, then 36 bytes of body, then nothing.
 \`/health\` is probed ${PROBES} times in a row over one keep-alive connection, before and while they stall.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Db } from '../db/client.ts';
 import type { Cursors } from '../lib/cursor.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
-import type { ErrorCode } from './errors.ts';
+import type { ErrorCode, FieldError } from './errors.ts';
 import type { RenderPool } from './documents/pool.ts';
 import type { FileDelivery } from './documents/telechargement.ts';
 import { lireEntree } from './entrees.ts';
@@ -165,6 +165,25 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
 /** Declares an operation with its types inferred: the single place where an operation is described. */
 export function defineOperation<S extends z.ZodObject, O>(operation: Operation<S, O>): Operation<S, O> {
   return operation;
+}
+
+/** The name an operation is called by, over HTTP (its OpenAPI operationId) as through `invoke`: `<tool>_<variant>`. */
+export function operationId(operation: Operation): string {
+  return operation.variant ? `${operation.tool}_${operation.variant}` : operation.tool;
+}
+
+/** Path parameter names of a catalogue path (`/webhooks/{id}/test` → ['id']). */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+}
+
+/**
+ * Where each field of an operation's flat input is given: its path, its query string (GET) or its body; a field
+ * refused is located by it, whoever called.
+ */
+export function fieldPlace(operation: Operation): (field: string) => FieldError['emplacement'] {
+  const inPath = new Set(pathParams(operation.path));
+  return (field) => (inPath.has(field) ? 'chemin' : operation.method === 'GET' ? 'requete' : 'corps');
 }
 
 /**

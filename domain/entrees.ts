@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ApiError, type FieldError } from './errors.ts';
 
 /**
  * The rules every input of the service obeys, whatever its field: its refusals are said in French, its texts are
@@ -99,4 +100,28 @@ export function lireEntree<S extends z.ZodType>(schema: S, raw: unknown): z.ZodS
   if (!parsed.success) return parsed;
   const nombres = refus(parsed.data, { nombre: nombreRefuse });
   return nombres.length > 0 ? { success: false, error: new z.ZodError(nombres) as z.ZodError<z.output<S>> } : parsed;
+}
+
+/** A zod failure as the field-by-field detail of a 400, each field located by `locate`. */
+export function fieldErrors(error: z.ZodError, locate: (field: string) => FieldError['emplacement']): FieldError[] {
+  return error.issues.map((issue) => {
+    const champ = issue.path
+      .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+      .join('');
+    return { champ: champ || '(corps)', emplacement: locate(String(issue.path[0] ?? '')), message: issue.message };
+  });
+}
+
+/** The input `schema` reads from `raw` (lireEntree), or the 400 parametres_invalides that says what is wrong. */
+export function exigerEntree<S extends z.ZodType>(
+  schema: S,
+  raw: unknown,
+  locate: (field: string) => FieldError['emplacement'],
+): z.output<S> {
+  const parsed = lireEntree(schema, raw);
+  if (parsed.success) return parsed.data;
+  const erreurs = fieldErrors(parsed.error, locate);
+  throw new ApiError('parametres_invalides', `Paramètres invalides : ${erreurs.map((e) => e.champ).join(', ')}.`, {
+    erreurs,
+  });
 }

@@ -234,22 +234,39 @@ export interface FieldError {
   message: string;
 }
 
+/** An organisation's per-minute figures: on every served answer, and on a quota_minute refusal. */
+export interface RateFigures {
+  limit: number;
+  remaining: number;
+  /** Seconds until the quota is whole again. */
+  resetS: number;
+}
+
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly erreurs?: FieldError[];
+  /** The quota a quota_minute refusal ran into: every transport tells the client when to come back. */
+  readonly rate?: RateFigures;
   readonly headers?: Record<string, string | number>;
 
   constructor(
     code: ErrorCode,
     detail: string,
-    extra: { erreurs?: FieldError[]; headers?: Record<string, string | number> } = {},
+    extra: {
+      erreurs?: FieldError[];
+      rate?: RateFigures;
+      headers?: Record<string, string | number>;
+      /** The fault behind an erreur_interne, for the log only. */
+      cause?: unknown;
+    } = {},
   ) {
-    super(detail);
+    super(detail, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'ApiError';
     this.code = code;
     this.status = ERRORS[code].status;
     this.erreurs = extra.erreurs;
+    this.rate = extra.rate;
     this.headers = extra.headers;
   }
 }

@@ -69,7 +69,7 @@ async function demonstrationLabel(db: Queryable): Promise<string | null> {
 
 /**
  * Whether the live data is the demonstration, as servedSource knows it: the responses kept in memory are kept apart
- * by it (api/operation-routes.ts), so that none of them outlives the demonstration's removal by more than a few
+ * by it (domain/invoke.ts), so that none of them outlives the demonstration's removal by more than a few
  * seconds.
  */
 export async function liveIsDemonstration(db: Queryable): Promise<boolean> {

@@ -82,6 +82,8 @@ export interface KeyRecord {
   organisation: Organisation;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 const ORG_COLUMNS = `o.id, o.nom, o.acces, o.statut, o.portees, o.quota_minute, o.plafond_depense_eur, o.max_webhooks, o.cree_le`;
 
 function toOrganisation(r: Record<string, unknown>): Organisation {
@@ -229,28 +231,33 @@ export function createAccounts(db: Db, defaults: { quotaMinute: number }) {
     },
 
     /** The key and its organisation, by the key in clear; null when unknown. Looked up by hash. */
-    async findKey(cle: string): Promise<KeyRecord | null> {
-      const { rows } = await db.query(
-        `SELECT c.id AS cle_id, c.mode, c.compte_id, c.portees AS cle_portees, c.plafond_mensuel, c.expire_le,
-                c.revoquee_le, ${ORG_COLUMNS}
-           FROM cles c JOIN organisations o ON o.id = c.organisation_id
-          WHERE c.empreinte = $1`,
-        [sha256(cle)],
-      );
-      const r = rows[0];
-      if (!r) return null;
-      return {
-        id: r.cle_id,
-        mode: r.mode,
-        compteId: r.compte_id,
-        portees: r.cle_portees,
-        plafondMensuel: r.plafond_mensuel,
-        expireLe: r.expire_le ? new Date(r.expire_le) : null,
-        revoqueeLe: r.revoquee_le ? new Date(r.revoquee_le) : null,
-        organisation: toOrganisation(r),
-      };
-    },
+    findKey: (cle: string) => findKeyWhere('c.empreinte', sha256(cle)),
+
+    /** The key and its organisation, by the key's id (a caller authenticated earlier); null when unknown. */
+    findKeyById: (id: string) => (UUID.test(id) ? findKeyWhere('c.id', id) : Promise.resolve(null)),
   };
+
+  async function findKeyWhere(column: 'c.empreinte' | 'c.id', value: Buffer | string): Promise<KeyRecord | null> {
+    const { rows } = await db.query(
+      `SELECT c.id AS cle_id, c.mode, c.compte_id, c.portees AS cle_portees, c.plafond_mensuel, c.expire_le,
+              c.revoquee_le, ${ORG_COLUMNS}
+         FROM cles c JOIN organisations o ON o.id = c.organisation_id
+        WHERE ${column} = $1`,
+      [value],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      id: r.cle_id,
+      mode: r.mode,
+      compteId: r.compte_id,
+      portees: r.cle_portees,
+      plafondMensuel: r.plafond_mensuel,
+      expireLe: r.expire_le ? new Date(r.expire_le) : null,
+      revoqueeLe: r.revoquee_le ? new Date(r.revoquee_le) : null,
+      organisation: toOrganisation(r),
+    };
+  }
 }
 
 export type Accounts = ReturnType<typeof createAccounts>;

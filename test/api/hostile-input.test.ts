@@ -283,8 +283,10 @@ describe('the framework and the HTTP parser', () => {
 });
 
 describe('stalled clients', () => {
-  // A bound of 1 s: Node checks its connections every second, so the cut comes within 2 s.
+  // A bound of 1 s: Node checks its connections every second, so the cut comes within 2 s on an idle machine. The test
+  // asserts the cut, with room for a loaded machine; how fast it comes is measured by `npm run bench -- stalled`.
   const BOUND_S = 1;
+  const CUT_BEFORE_MS = BOUND_S * 1000 + 6000;
   let s: TestApp;
   beforeAll(async () => {
     const lente = defineOperation({
@@ -321,11 +323,11 @@ describe('stalled clients', () => {
     expect(status).toMatch(/^HTTP\/1\.1 408 /);
     expect(JSON.parse(body)).toMatchObject({ status: 408, code: 'requete_trop_lente' });
     expect(closedAfterMs).toBeGreaterThanOrEqual(BOUND_S * 1000 - 100);
-    expect(closedAfterMs).toBeLessThan(BOUND_S * 1000 + 1500);
+    expect(closedAfterMs).toBeLessThan(CUT_BEFORE_MS);
     // Headers alone, never ended, are cut the same way.
     const headersOnly = await exchange(port, head, 10_000);
     expect(headersOnly.response).toMatch(/^HTTP\/1\.1 408 /);
-    expect(headersOnly.closedAfterMs).toBeLessThan(BOUND_S * 1000 + 1500);
+    expect(headersOnly.closedAfterMs).toBeLessThan(CUT_BEFORE_MS);
   });
 
   it('serves a request received within the bound however long the operation then takes', async () => {

@@ -105,6 +105,22 @@ suite(`lire_plu on Temporal, with the real Latresne rules PDF${NEEDS_DATA}`, () 
     expect(second.json().credits).toEqual({ debites: 0, restants: 440 });
   });
 
+  it('shares its readings across organisations, telling one nothing of another', async () => {
+    const a = await t.organisation({ acces: 'usage', nom: 'Organisation A' });
+    const b = await t.organisation({ acces: 'usage', nom: 'Organisation B' });
+    const fromA = (await post(a.cle, { ...POINTS.ua, attendre: 60 })).json();
+    const fromB = (await post(b.cle, { ...POINTS.ua, attendre: 60 })).json();
+    // B gets the rules read once for everybody (no model call, the same extraction date: when the rules were read is a
+    // fact of the data), billed as its own first reading, in a task of its own that names nothing of A.
+    expect(fromB.resultat.lecture.depuis_cache).toBe(true);
+    expect(fromB.resultat.regles).toEqual(fromA.resultat.regles);
+    expect(fromA.credits.debites).toBeGreaterThan(0);
+    expect(fromB.credits.debites).toBe(fromA.credits.debites);
+    expect(fromB.tache.id).not.toBe(fromA.tache.id);
+    const served = JSON.stringify(fromB);
+    for (const trace of [a.id, a.cle, fromA.tache.id, 'Organisation A']) expect(served).not.toContain(trace);
+  });
+
   it('asserts nothing and debits nothing for a scanned PDF, a zone without rules document or a point without zone', async () => {
     const org = await t.organisation({ acces: 'usage' });
     const scannedRes = await post(org.cle, { ...POINTS.scanne, attendre: 60 });

@@ -1,30 +1,40 @@
-import type { FastifyRequest } from 'fastify';
-import { TIERS, type Caller, type Operation } from '../domain/catalogue.ts';
-import { ApiError } from '../domain/errors.ts';
-import type { Accounts, KeyRecord } from '../domain/platform/accounts.ts';
-import { balanceOf, type Balance } from '../domain/platform/ledger.ts';
-import type { Db } from '../db/client.ts';
+import type { Db } from '../../db/client.ts';
+import { TIERS, type Caller, type Operation } from '../catalogue.ts';
+import { ApiError } from '../errors.ts';
+import type { Accounts, KeyRecord } from './accounts.ts';
+import { balanceOf, type Balance } from './ledger.ts';
 import type { RateLimiter, RateState } from './rate-limit.ts';
 
 // Keys and balances are kept in memory this long: the hot path then needs no round trip. Admin changes made
 // through this process clear the memory at once; other instances see them within this delay.
 const MEMORY_MS = 2000;
 
-export interface Authenticated {
+/**
+ * Who calls: the key in clear (an HTTP or MCP Bearer token; undefined when none was sent), or the id of a key
+ * authenticated earlier (the Hub's tool calls). Either way the key's present state is checked on every call.
+ */
+export type Credential = { cle: string | undefined } | { cleId: string };
+
+/** A call let in by the checks of the error table, for one operation. */
+export interface Admission {
+  operation: Operation;
   caller: Caller;
-  key: KeyRecord;
   rate: RateState;
   /** Credits still usable before the call (null in the sandbox). */
   restants: number | null;
+  /** The call's id: in the ledger, the logs and the answer (Svc-Requete, `requete`). */
+  requestId: string;
 }
 
-function bearer(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  if (!header)
-    throw new ApiError('cle_absente', 'En-tête Authorization absent : envoyez « Authorization: Bearer <clé> ».');
-  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+/**
+ * The credential of an `Authorization` header, `Bearer <key>` (HTTP and MCP alike): no header is no key, another
+ * form is refused as cle_invalide.
+ */
+export function bearer(authorization: string | undefined): Credential {
+  if (!authorization) return { cle: undefined };
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
   if (!match) throw new ApiError('cle_invalide', 'En-tête Authorization mal formé : « Bearer <clé> » attendu.');
-  return match[1];
+  return { cle: match[1] };
 }
 
 export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter: RateLimiter; now?: () => number }) {
@@ -32,12 +42,16 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
   const keys = new Map<string, { record: KeyRecord | null; until: number }>();
   const balances = new Map<string, { balance: Balance; until: number }>();
 
-  async function keyRecord(cle: string): Promise<KeyRecord | null> {
-    const hit = keys.get(cle);
+  async function keyRecord(credential: Credential): Promise<KeyRecord | null> {
+    const byId = !('cle' in credential);
+    const id = byId ? `id:${credential.cleId}` : credential.cle!;
+    // A string that cannot be a key costs no lookup, and takes no room in memory.
+    if (!byId && !/^pk_(live|test)_[0-9A-Za-z]{32}$/.test(id)) return null;
+    const hit = keys.get(id);
     if (hit && hit.until > now()) return hit.record;
-    const record = await deps.accounts.findKey(cle);
+    const record = byId ? await deps.accounts.findKeyById(credential.cleId) : await deps.accounts.findKey(id);
     if (keys.size > 50_000) keys.clear();
-    keys.set(cle, { record, until: now() + MEMORY_MS });
+    keys.set(id, { record, until: now() + MEMORY_MS });
     return record;
   }
 
@@ -52,10 +66,12 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
   }
 
   return {
-    /** The checks of the error table, in its order, before any body is read. */
-    async authenticate(request: FastifyRequest, operation: Operation): Promise<Authenticated> {
-      const cle = bearer(request);
-      const key = /^pk_(live|test)_[0-9A-Za-z]{32}$/.test(cle) ? await keyRecord(cle) : null;
+    /** The checks of the error table, in its order, before any input is read. */
+    async admit(credential: Credential, operation: Operation, requestId: string): Promise<Admission> {
+      if ('cle' in credential && !credential.cle) {
+        throw new ApiError('cle_absente', 'En-tête Authorization absent : envoyez « Authorization: Bearer <clé> ».');
+      }
+      const key = await keyRecord(credential);
       if (!key) throw new ApiError('cle_invalide', 'Clé inconnue.');
       if (key.revoqueeLe) throw new ApiError('cle_invalide', 'Clé révoquée.');
       if (key.expireLe && key.expireLe.getTime() <= now()) throw new ApiError('cle_invalide', 'Clé expirée.');
@@ -102,19 +118,15 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
       const rate = deps.limiter.hit(org.id, org.quota_minute);
       if (!rate.allowed) {
         throw new ApiError('quota_minute', `Quota de ${rate.limit} appels par minute atteint pour l’organisation.`, {
-          headers: {
-            'Retry-After': rate.resetS,
-            'RateLimit-Limit': rate.limit,
-            'RateLimit-Remaining': 0,
-            'RateLimit-Reset': rate.resetS,
-          },
+          rate,
         });
       }
       return {
+        operation,
         caller: { organisationId: org.id, cleId: key.id, compteId: key.compteId, sandbox, portees },
-        key,
         rate,
         restants,
+        requestId,
       };
     },
 

@@ -1,0 +1,309 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { fieldPlace, operationId, priceOf, type Operation, type Services } from './catalogue.ts';
+import { exigerEntree } from './entrees.ts';
+import { ApiError, type RateFigures } from './errors.ts';
+import type { Accounts } from './platform/accounts.ts';
+import { createAuthenticator, type Admission, type Credential } from './platform/authenticate.ts';
+import { debit } from './platform/ledger.ts';
+import { createRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
+import { liveIsDemonstration } from './qualite.ts';
+
+export type { Admission, Credential } from './platform/authenticate.ts';
+
+/** The `credits` block of an answer. */
+export interface Credits {
+  debites: number;
+  /** null in the sandbox. */
+  restants: number | null;
+}
+
+/** What an admitted call asks besides its input. */
+export interface RunOptions {
+  /** For a task operation: the same key and input give back the same task. Checked here, whoever sends it. */
+  idempotencyKey?: unknown;
+  /** Fingerprints of answers the caller already holds (HTTP If-None-Match): the same answer is not sent again. */
+  known?: string[];
+}
+
+export interface CallOptions extends RunOptions {
+  /** The call's id (a new one when absent). */
+  requestId?: string;
+}
+
+/** A served answer, with what every transport tells of it (over HTTP: the status, the body and the headers). */
+export interface Invocation {
+  operation: Operation;
+  /** The result, without the `credits` block (for a task: the envelope, which carries the task's own). */
+  output: unknown;
+  credits: Credits;
+  /** The result as JSON with its `credits` block: the body every transport sends. */
+  json: string;
+  /** The answer's fingerprint (the HTTP ETag); an identical answer within 24 h is not debited again. */
+  fingerprint: string;
+  /** The caller already holds this very answer (`known`): nothing is sent, nothing debited. */
+  unchanged: boolean;
+  /** Date of the data behind the answer, and its age in seconds. */
+  dataDate: string;
+  dataAgeS: number;
+  /** The organisation's per-minute figures after this call. */
+  rate: RateFigures;
+  requestId: string;
+}
+
+/** The id of a call, in the ledger, the logs and the answer (`requete`, Svc-Requete). */
+export function newRequestId(): string {
+  return `req_${randomUUID().replaceAll('-', '')}`;
+}
+
+/**
+ * Any failure as the refusal a client is told: business refusals as they are; anything else is a fault of the
+ * service, said without its internals (the fault itself goes to the log as the refusal's cause).
+ */
+function refusal(error: unknown, requestId: string): ApiError {
+  if (error instanceof ApiError) return error;
+  return new ApiError('erreur_interne', `Erreur du service ; rien n’a été débité. Référence : ${requestId}.`, {
+    cause: error,
+  });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function idempotencyKeyOf(key: unknown): string | undefined {
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(key)) {
+    throw new ApiError('parametres_invalides', 'Idempotency-Key : 1 à 255 caractères ASCII visibles.', {
+      erreurs: [{ champ: 'Idempotency-Key', emplacement: 'entete', message: '1 à 255 caractères ASCII visibles' }],
+    });
+  }
+  return key;
+}
+
+/** The operation's time-out; for a task, counted after the wait the client asked for (`attendre`). */
+function timeoutMsOf(operation: Operation, input: unknown): number {
+  const wait = operation.task ? Number((input as { attendre?: number }).attendre ?? 0) : 0;
+  return (operation.timeoutS + wait) * 1000;
+}
+
+async function withTimeout<T>(
+  operation: Operation,
+  timeoutMs: number,
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(
+        new ApiError(
+          'delai_depasse',
+          `Le calcul dépasse le délai de l’opération (${operation.timeoutS} s) ; rien n’a été débité.`,
+        ),
+      );
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([run(controller.signal), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A result with its serialised payload (without `credits`) and its fingerprint. */
+interface Result {
+  output: unknown;
+  payload: string;
+  fingerprint: string;
+}
+
+function toResult(operation: Operation, output: unknown): Result {
+  const payload = JSON.stringify(output);
+  const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
+  return { output, payload, fingerprint: `"${digest.slice(0, 27)}"` };
+}
+
+/** Results kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
+function createResponseCache() {
+  const entries = new Map<string, { result: Result; until: number }>();
+  return {
+    get(id: string) {
+      const hit = entries.get(id);
+      if (hit && hit.until > Date.now()) return hit.result;
+      if (hit) entries.delete(id);
+      return undefined;
+    },
+    set(id: string, result: Result, seconds: number) {
+      if (entries.size > 20_000) entries.clear();
+      entries.set(id, { result, until: Date.now() + seconds * 1000 });
+    },
+  };
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Responses this process already served (and billed) per organisation, by fingerprint: an identical response within
+ * 24 h is not debited, and knowing it here spares the ledger a round trip. The ledger (reponses_servies) stays the
+ * reference for what other instances served.
+ */
+function createServedMemory() {
+  const served = new Map<string, number>();
+  return {
+    seen: (id: string, now: number) => (served.get(id) ?? 0) > now - DAY_MS,
+    note(id: string, now: number) {
+      if (served.size > 200_000) served.clear();
+      served.set(id, now);
+    },
+  };
+}
+
+/** The payload with its `credits` block, as one JSON object. */
+function withCredits(payload: string, credits: Credits): string {
+  const block = JSON.stringify(credits);
+  return payload === '{}' ? `{"credits":${block}}` : `${payload.slice(0, -1)},"credits":${block}}`;
+}
+
+/**
+ * The request pipeline of every caller (DESIGN.md sections 3 and 12): the checks of the error table, parameters,
+ * the handler under its time-out, billing and the `credits` block. HTTP, the Hub and MCP are adapters over it: a
+ * call is billed and refused the same way whoever makes it, and it only ever fails with an ApiError.
+ */
+export function createPipeline(deps: {
+  operations: Operation[];
+  services: Services;
+  accounts: Accounts;
+  limiter?: RateLimiter;
+}) {
+  const { services } = deps;
+  const auth = createAuthenticator({
+    db: services.db,
+    accounts: deps.accounts,
+    limiter: deps.limiter ?? createRateLimiter(),
+  });
+  const byId = new Map(deps.operations.map((operation) => [operationId(operation), operation]));
+  const cache = createResponseCache();
+  const served = createServedMemory();
+
+  /** The checks of the error table for one call of `operation`, before its input is read. */
+  async function admit(credential: Credential, operation: Operation, requestId = newRequestId()): Promise<Admission> {
+    try {
+      return await auth.admit(credential, operation, requestId);
+    } catch (error) {
+      throw refusal(error, requestId);
+    }
+  }
+
+  /** The rest of an admitted call: its flat raw input (path parameters with query or body, or a tool's arguments). */
+  async function run(admission: Admission, raw: unknown, options: RunOptions = {}): Promise<Invocation> {
+    try {
+      return await serve(admission, raw, options);
+    } catch (error) {
+      throw refusal(error, admission.requestId);
+    }
+  }
+
+  async function serve(admission: Admission, raw: unknown, options: RunOptions): Promise<Invocation> {
+    const { operation, caller } = admission;
+    if (!isPlainObject(raw)) {
+      throw new ApiError('parametres_invalides', 'Le corps doit être un objet JSON.', {
+        erreurs: [{ champ: '(corps)', emplacement: 'corps', message: 'objet JSON attendu' }],
+      });
+    }
+    const input = exigerEntree(operation.input, raw, fieldPlace(operation));
+    const idempotencyKey = idempotencyKeyOf(options.idempotencyKey);
+    // Live answers kept while the live data was the demonstration are never served once it is gone; personal data
+    // never enters the shared memory.
+    const donnees = caller.sandbox ? 'test' : (await liveIsDemonstration(services.db)) ? 'demonstration' : 'live';
+    const cacheId =
+      operation.cacheS > 0 && !operation.personalKey ? `${operation.tool}|${donnees}|${canonical(input)}` : null;
+    let result = cacheId ? cache.get(cacheId) : undefined;
+    if (!result) {
+      const output = await withTimeout(operation, timeoutMsOf(operation, input), (signal) =>
+        operation.handler(input, { caller, requestId: admission.requestId, idempotencyKey, signal, services }),
+      );
+      result = toResult(operation, output);
+      if (cacheId) cache.set(cacheId, result, operation.cacheS);
+    }
+
+    const now = services.now();
+    const dataDate = operation.dataDate?.(result.output as never) ?? now.toISOString();
+    const unchanged = options.known?.includes(result.fingerprint) ?? false;
+    // A task's envelope carries the task's own credits: reserved at its start, settled by the task itself.
+    const credits: Credits = unchanged
+      ? { debites: 0, restants: admission.restants }
+      : operation.task
+        ? (result.output as { credits: Credits }).credits
+        : await bill(admission, result, now.getTime());
+    return {
+      operation,
+      output: result.output,
+      credits,
+      json: operation.task ? result.payload : withCredits(result.payload, credits),
+      fingerprint: result.fingerprint,
+      unchanged,
+      dataDate,
+      dataAgeS: Math.max(0, Math.floor((now.getTime() - Date.parse(dataDate)) / 1000)) || 0,
+      rate: admission.rate,
+      requestId: admission.requestId,
+    };
+  }
+
+  /** Debits a served answer by its price, unless the same answer was served to the organisation within 24 h. */
+  async function bill(
+    { operation, caller, restants, requestId }: Admission,
+    result: Result,
+    now: number,
+  ): Promise<Credits> {
+    const price = caller.sandbox ? 0 : priceOf(operation, result.output);
+    const servedId = `${caller.organisationId}|${result.fingerprint}`;
+    if (price === 0 || served.seen(servedId, now)) return { debites: 0, restants };
+    const debited = await debit(services.db, {
+      organisationId: caller.organisationId,
+      cleId: caller.cleId,
+      genre: 'debit',
+      credits: price,
+      operation: operation.tool,
+      requete: requestId,
+      empreinte: result.fingerprint,
+    });
+    if (debited.issue === 'credits_insuffisants') {
+      throw new ApiError(
+        'credits_insuffisants',
+        `Il reste ${debited.restants} crédits ; cette réponse en coûte ${price}.`,
+      );
+    }
+    if (debited.issue === 'plafond_cle') throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
+    served.note(servedId, now);
+    auth.noteDebit(caller.organisationId, caller.cleId, debited.debites, debited.restants);
+    return { debites: debited.debites, restants: debited.restants };
+  }
+
+  return {
+    admit,
+    run,
+    /** One call, whoever makes it: `tool` is the operation's name (its operationId). */
+    async invoke(credential: Credential, tool: string, input: unknown, options: CallOptions = {}): Promise<Invocation> {
+      const requestId = options.requestId ?? newRequestId();
+      const operation = byId.get(tool);
+      if (!operation) throw new ApiError('ressource_absente', `Aucune opération « ${tool} » au catalogue.`);
+      return run(await admit(credential, operation, requestId), input, options);
+    },
+    /** Admin changes: keys and balances are read afresh. */
+    forget: auth.forget,
+  };
+}
+
+export type Pipeline = ReturnType<typeof createPipeline>;
