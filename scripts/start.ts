@@ -4,11 +4,7 @@ import { onShutdown, startServer } from '../api/server.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { randomToken } from '../lib/crypto.ts';
 import { loadConfig } from '../lib/config.ts';
-import { createActivities } from '../activities/index.ts';
-import { createDb } from '../db/client.ts';
-import { modelFromConfig } from '../lib/model.ts';
-import { createOutboundHttp } from '../lib/outbound-http.ts';
-import { startWorker } from '../worker/worker.ts';
+import { startWorkerProcess } from '../worker/process.ts';
 import { liveData, loadSandbox } from '../domain/sandbox/load.ts';
 import { SOURCE_DEMONSTRATION } from '../domain/qualite.ts';
 import { startTemporalDevServer } from './temporal-server.ts';
@@ -82,21 +78,14 @@ try {
     await loadSandbox(server.db, { dataset: 'live', log: (line) => console.log(`  live ${line}`) });
     demonstration = true;
   }
-  const workerDb = createDb(databaseUrl);
-  const worker = await startWorker({
-    address: config.TEMPORAL_ADDRESS,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    activities: createActivities({
-      db: workerDb,
-      model: modelFromConfig(config),
-      outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
-      modelConcurrency: config.MODEL_CONCURRENCY,
-    }),
-  });
+  const worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS });
   // The worker stops first (its activities finish), then the api, Temporal and PostgreSQL.
-  stops.unshift(async () => {
-    await worker.stop();
-    await workerDb.end();
+  stops.unshift(worker.stop);
+  void worker.died.then(async (code) => {
+    // Without its worker no task would ever end: stop everything, loudly, for a supervisor to start again.
+    console.error(`Le worker s’est arrêté (code ${code}) : arrêt du service.`);
+    for (const stop of stops) await stop().catch(() => {});
+    process.exit(1);
   });
 } catch (error) {
   // A stop asked for while starting: what failed is what the stop closed; its handler ends the process.
