@@ -1,104 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineOperation, operationId, type Operation } from '../../domain/catalogue.ts';
+import { operationId } from '../../domain/catalogue.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newRequestId, type Credential } from '../../domain/invoke.ts';
 import { OPERATIONS } from '../../domain/operations.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { operationsEssai } from '../support/operations-essai.ts';
 
-// Operations declared here and nowhere else: each reaches HTTP and `invoke` by its declaration alone.
-const echo = defineOperation({
-  tool: 'echo_invoke',
-  method: 'GET',
-  path: '/essai-invoke/echo/{id}',
-  summary: 'Écho',
-  description: 'Renvoie son entrée.',
-  credits: 2,
-  unit: 'appel',
-  scope: 'territoire',
-  tier: 'usage',
-  sandbox: true,
-  cacheS: 0,
-  timeoutS: 2,
-  input: z.object({ id: z.string().min(3), n: z.coerce.number().int().min(0).max(1000).default(1) }),
-  output: z.object({ id: z.string(), n: z.number() }),
-  async handler(input, ctx) {
-    if (input.id === 'absent') throw new ApiError('ressource_absente', 'Rien ici.');
-    if (ctx.caller.sandbox && !input.id.startsWith('gel')) throw new ApiError('hors_bac_a_sable', 'Hors du jeu figé.');
-    return { id: input.id, n: input.n };
-  },
-});
-const ecrire = defineOperation({
-  tool: 'ecrire_invoke',
-  method: 'POST',
-  path: '/essai-invoke/ecrire',
-  summary: 'Écrire',
-  description: 'Accepte un corps.',
-  credits: 1,
-  unit: 'appel',
-  scope: 'territoire',
-  tier: 'usage',
-  sandbox: false,
-  cacheS: 0,
-  timeoutS: 2,
-  input: z.object({ texte: z.string().min(2), nombre: z.number().int().optional() }).strict(),
-  output: z.object({ longueur: z.number() }),
-  handler: async (input) => ({ longueur: input.texte.length }),
-});
-const liste = defineOperation({
-  tool: 'liste_invoke',
-  method: 'GET',
-  path: '/essai-invoke/liste',
-  summary: 'Liste',
-  description: 'Renvoie n éléments.',
-  credits: 1,
-  unit: 'element',
-  scope: 'territoire',
-  tier: 'usage',
-  sandbox: true,
-  cacheS: 0,
-  timeoutS: 2,
-  input: z.object({ n: z.coerce.number().int().min(0).max(50) }),
-  output: z.object({ donnees: z.array(z.number()) }),
-  units: (out) => out.donnees.length,
-  handler: async (input) => ({ donnees: Array.from({ length: input.n }, (_, i) => i) }),
-});
-const lent = defineOperation({
-  ...ecrire,
-  tool: 'lent_invoke',
-  path: '/essai-invoke/lent',
-  timeoutS: 0.2,
-  input: z.object({}),
-  handler: (_input, ctx) =>
-    new Promise<{ longueur: number }>((resolve) => {
-      const t = setTimeout(() => resolve({ longueur: 0 }), 5000);
-      ctx.signal.addEventListener('abort', () => clearTimeout(t));
-    }),
-});
-const panne = defineOperation({
-  ...ecrire,
-  tool: 'panne_invoke',
-  path: '/essai-invoke/panne',
-  input: z.object({}),
-  handler: async () => {
-    throw new Error('connexion à postgres://admin:motdepasse@10.0.0.3 refusée');
-  },
-});
-const contrat = defineOperation({
-  ...echo,
-  tool: 'contrat_invoke',
-  path: '/essai-invoke/contrat/{id}',
-  tier: 'contrat',
-});
-const personnel = defineOperation({
-  ...echo,
-  tool: 'personnel_invoke',
-  path: '/essai-invoke/personnel/{id}',
-  credits: 0,
-  scope: 'compte',
-  personalKey: true,
-});
-const OWN = [echo, ecrire, liste, lent, panne, contrat, personnel] as Operation[];
+// Operations outside the catalogue, declared once in test/support: each reaches HTTP and `invoke` by its declaration
+// alone.
+const { toutes: OWN } = operationsEssai('invoke', 'essai-invoke');
 
 let t: TestApp;
 beforeAll(async () => {

@@ -1,97 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineOperation, type Operation } from '../../domain/catalogue.ts';
-import { ApiError } from '../../domain/errors.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { operationsEssai } from '../support/operations-essai.ts';
 
 // A small catalogue of its own exercises the generic pipeline: every rule here holds for every operation.
-const echo = defineOperation({
-  tool: 'echo_essai',
-  method: 'GET',
-  path: '/essai/echo/{id}',
-  summary: 'Écho',
-  description: 'Renvoie son entrée.',
-  credits: 2,
-  unit: 'appel',
-  scope: 'territoire',
-  tier: 'usage',
-  sandbox: true,
-  cacheS: 0,
-  timeoutS: 2,
-  input: z.object({ id: z.string().min(3), n: z.coerce.number().int().min(0).max(1000).default(1) }),
-  output: z.object({ id: z.string(), n: z.number() }),
-  async handler(input, ctx) {
-    if (input.id === 'absent') throw new ApiError('ressource_absente', 'Rien ici.');
-    if (ctx.caller.sandbox && !input.id.startsWith('gel')) throw new ApiError('hors_bac_a_sable', 'Hors du jeu figé.');
-    return { id: input.id, n: input.n };
-  },
-});
-const ecrire = defineOperation({
-  tool: 'ecrire_essai',
-  method: 'POST',
-  path: '/essai/ecrire',
-  summary: 'Écrire',
-  description: 'Accepte un corps.',
-  credits: 1,
-  unit: 'appel',
-  scope: 'territoire',
-  tier: 'usage',
-  sandbox: false,
-  cacheS: 0,
-  timeoutS: 2,
-  input: z.object({ texte: z.string().min(2), nombre: z.number().int().optional() }).strict(),
-  output: z.object({ longueur: z.number() }),
-  handler: async (input) => ({ longueur: input.texte.length }),
-});
-const liste = defineOperation({
-  tool: 'liste_essai',
-  method: 'GET',
-  path: '/essai/liste',
-  summary: 'Liste',
-  description: 'Renvoie n éléments.',
-  credits: 1,
-  unit: 'element',
-  scope: 'territoire',
-  tier: 'usage',
-  sandbox: true,
-  cacheS: 0,
-  timeoutS: 2,
-  input: z.object({ n: z.coerce.number().int().min(0).max(50) }),
-  output: z.object({ donnees: z.array(z.number()) }),
-  units: (out: { donnees: number[] }) => out.donnees.length,
-  handler: async (input: { n: number }) => ({ donnees: Array.from({ length: input.n }, (_, i) => i) }),
-});
-const lent = defineOperation({
-  ...ecrire,
-  tool: 'lent_essai',
-  path: '/essai/lent',
-  timeoutS: 0.2,
-  input: z.object({}),
-  handler: (_input, ctx) =>
-    new Promise<{ longueur: number }>((resolve) => {
-      const t = setTimeout(() => resolve({ longueur: 0 }), 5000);
-      ctx.signal.addEventListener('abort', () => clearTimeout(t));
-    }),
-});
-const panne = defineOperation({
-  ...ecrire,
-  tool: 'panne_essai',
-  path: '/essai/panne',
-  input: z.object({}),
-  handler: async () => {
-    throw new Error('connexion à postgres://admin:motdepasse@10.0.0.3 refusée');
-  },
-});
-const contrat = defineOperation({ ...echo, tool: 'contrat_essai', path: '/essai/contrat/{id}', tier: 'contrat' });
-const personnel = defineOperation({
-  ...echo,
-  tool: 'personnel_essai',
-  path: '/essai/personnel/{id}',
-  credits: 0,
-  scope: 'compte',
-  personalKey: true,
-});
-const OPS = [echo, ecrire, liste, lent, panne, contrat, personnel] as Operation[];
+const { toutes: OPS } = operationsEssai('essai', 'essai');
 
 let t: TestApp;
 beforeAll(async () => {
