@@ -60,10 +60,11 @@ BEGIN
     RETURN;
   END IF;
   SELECT array_agg(x ORDER BY p_orgs[x], x) INTO ordre FROM generate_subscripts(p_orgs, 1) AS x;
-  SELECT array_agg(r.servi_le ORDER BY x) INTO servis
-    FROM generate_subscripts(p_orgs, 1) AS x
-    LEFT JOIN reponses_servies r ON r.organisation_id = p_orgs[x] AND r.empreinte = p_empreintes[x]
-                                AND r.servi_le > maintenant - interval '24 hours';
+  -- One primary-key probe per item (a join could hash the whole table).
+  SELECT array_agg((SELECT r.servi_le FROM reponses_servies r
+                     WHERE r.organisation_id = p_orgs[x] AND r.empreinte = p_empreintes[x]
+                       AND r.servi_le > maintenant - interval '24 hours') ORDER BY x)
+    INTO servis FROM generate_subscripts(p_orgs, 1) AS x;
   SELECT array_agg(premier ORDER BY x) INTO premiers
     FROM (SELECT x, CASE WHEN p_empreintes[x] IS NULL THEN x
                          ELSE min(x) OVER (PARTITION BY p_orgs[x], p_empreintes[x]) END AS premier
