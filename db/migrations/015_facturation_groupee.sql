@@ -1,8 +1,8 @@
 -- Billing at the speed of reads, and limits that hold across api instances.
 
 -- Debits of served answers, grouped: one statement (one transaction, one WAL flush) writes a whole batch, for any
--- number of organisations. Each organisation's row is locked once, in id order (two instances' batches never wait on
--- each other in a cycle), and its debits are checked in the order given, each against the balance the previous ones
+-- number of organisations. The organisations' rows are locked first, in id order (two instances' batches never wait
+-- on each other in a cycle), and each one's debits are checked in the order given, each against the balance the previous ones
 -- left: never more spent than exists, never beyond a key's monthly cap. The rows are then written by two statements,
 -- with the same columns svc_ecrire gives them (balances after each row). One result per item, `rang` its index:
 --   debite                the movement is written (and the response's fingerprint noted)
@@ -60,6 +60,11 @@ BEGIN
     RETURN;
   END IF;
   SELECT array_agg(x ORDER BY p_orgs[x], x) INTO ordre FROM generate_subscripts(p_orgs, 1) AS x;
+  -- Every organisation's lock first, in id order: what another batch wrote for them is then committed and seen.
+  FOR org IN SELECT DISTINCT o FROM unnest(p_orgs) AS o ORDER BY 1 LOOP
+    PERFORM 1 FROM organisations WHERE id = org FOR NO KEY UPDATE;
+  END LOOP;
+  org := NULL;
   -- One primary-key probe per item (a join could hash the whole table).
   SELECT array_agg((SELECT r.servi_le FROM reponses_servies r
                      WHERE r.organisation_id = p_orgs[x] AND r.empreinte = p_empreintes[x]
@@ -73,7 +78,7 @@ BEGIN
   FOREACH k IN ARRAY ordre LOOP
     IF org IS DISTINCT FROM p_orgs[k] THEN
       org := p_orgs[k];
-      SELECT true, o.acces INTO existe, acces FROM organisations o WHERE o.id = org FOR NO KEY UPDATE;
+      SELECT true, o.acces INTO existe, acces FROM organisations o WHERE o.id = org;
       existe := coalesce(existe, false);
       IF existe THEN
         -- The month's included grant first, when due (as svc_ecrire writes it).

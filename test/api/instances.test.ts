@@ -121,6 +121,16 @@ describe('two api instances on one database', () => {
     expect((await ledger(org.id)).debites).toBe(1);
   });
 
+  it('debits once the same answer asked 20 times at once over both', async () => {
+    const org = await a.organisation({ acces: 'usage' });
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call(i, org.cle, '/essai/compter', 'pareil')),
+    );
+    expect(results.every((r) => r.statusCode === 200)).toBe(true);
+    expect(results.map((r) => r.json().credits.debites).sort()).toEqual([...Array(19).fill(0), 1]);
+    expect((await ledger(org.id)).debites).toBe(1);
+  });
+
   it('holds quota_minute across both: at most 100 answers a minute, then 429 on either', async () => {
     const org = await a.organisation({ acces: 'usage', quota_minute: 100 });
     const results = [];
