@@ -100,6 +100,14 @@ describe('two api instances on one database', () => {
     expect(served.every((r) => r.headers['svc-credits-debites'] === '1')).toBe(true);
     const balance = await a.admin('GET', `/organisations/${org.id}`);
     expect(balance.body.solde.restants).toBe(0);
+    // The statement explains itself line by line: each row's balance is the previous one plus what it moved.
+    const releve = await a.admin('GET', `/organisations/${org.id}/releve?limite=200`);
+    const lines = [...releve.body.mouvements].reverse();
+    expect(lines).toHaveLength(12);
+    lines.reduce((before, line) => {
+      expect(line.apres.gratuits).toBe(before + line.pools.gratuits);
+      return line.apres.gratuits;
+    }, 0);
   });
 
   it('holds a key’s monthly cap across both: 40 concurrent calls under a cap of 10 debit 10', async () => {
