@@ -16,7 +16,8 @@ export function listenToAccessChanges(db: Db, onChange: () => void): { close(): 
 
   function connect() {
     if (closed) return;
-    const c = new pg.Client(db.options);
+    // Keep-alive: a connection silently dropped by the network would otherwise go unnoticed, its announcements lost.
+    const c = new pg.Client({ ...db.options, keepAlive: true });
     client = c;
     let lost = false;
     const onLost = () => {
