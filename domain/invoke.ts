@@ -135,19 +135,36 @@ function toResult(operation: Operation, output: unknown): Result {
   return { output, payload, fingerprint: `"${digest.slice(0, 27)}"` };
 }
 
+// The response memory's size, counted in bytes of serialised results (their parsed form costs several times more).
+// Answers asked once and never again (a client walking through new requests) must not fill the heap: beyond this,
+// the oldest go first.
+const RESPONSE_CACHE_BYTES = 16 * 2 ** 20;
+
 /** Results kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
 function createResponseCache() {
   const entries = new Map<string, { result: Result; until: number }>();
+  let bytes = 0;
+  const drop = (id: string) => {
+    const entry = entries.get(id);
+    if (!entry) return;
+    entries.delete(id);
+    bytes -= entry.result.payload.length;
+  };
   return {
     get(id: string) {
       const hit = entries.get(id);
       if (hit && hit.until > Date.now()) return hit.result;
-      if (hit) entries.delete(id);
+      if (hit) drop(id);
       return undefined;
     },
     set(id: string, result: Result, seconds: number) {
-      if (entries.size > 20_000) entries.clear();
+      drop(id);
       entries.set(id, { result, until: Date.now() + seconds * 1000 });
+      bytes += result.payload.length;
+      for (const oldest of entries.keys()) {
+        if (bytes <= RESPONSE_CACHE_BYTES) break;
+        drop(oldest);
+      }
     },
   };
 }
