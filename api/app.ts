@@ -87,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const pipeline = createPipeline({ operations, services, accounts });
   // The one pipeline of the app's operations, for the other adapters (MCP) and for tests calling `invoke`.
   app.decorate('pipeline', pipeline);
+  app.addHook('onClose', () => pipeline.close());
 
   app.get('/health', async (_request, reply) => {
     await db.query('SELECT 1');

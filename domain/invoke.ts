@@ -4,7 +4,7 @@ import { exigerEntree } from './entrees.ts';
 import { ApiError, type RateFigures } from './errors.ts';
 import type { Accounts } from './platform/accounts.ts';
 import { createAuthenticator, type Admission, type Credential } from './platform/authenticate.ts';
-import { debit } from './platform/ledger.ts';
+import { createDebiter } from './platform/debits.ts';
 import { createRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { liveIsDemonstration } from './qualite.ts';
 
@@ -135,19 +135,36 @@ function toResult(operation: Operation, output: unknown): Result {
   return { output, payload, fingerprint: `"${digest.slice(0, 27)}"` };
 }
 
+// The response memory's size, counted in bytes of serialised results (their parsed form costs several times more).
+// Answers asked once and never again (a client walking through new requests) must not fill the heap: beyond this,
+// the oldest go first.
+const RESPONSE_CACHE_BYTES = 16 * 2 ** 20;
+
 /** Results kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
 function createResponseCache() {
   const entries = new Map<string, { result: Result; until: number }>();
+  let bytes = 0;
+  const drop = (id: string) => {
+    const entry = entries.get(id);
+    if (!entry) return;
+    entries.delete(id);
+    bytes -= entry.result.payload.length;
+  };
   return {
     get(id: string) {
       const hit = entries.get(id);
       if (hit && hit.until > Date.now()) return hit.result;
-      if (hit) entries.delete(id);
+      if (hit) drop(id);
       return undefined;
     },
     set(id: string, result: Result, seconds: number) {
-      if (entries.size > 20_000) entries.clear();
+      drop(id);
       entries.set(id, { result, until: Date.now() + seconds * 1000 });
+      bytes += result.payload.length;
+      for (const oldest of entries.keys()) {
+        if (bytes <= RESPONSE_CACHE_BYTES) break;
+        drop(oldest);
+      }
     },
   };
 }
@@ -155,17 +172,17 @@ function createResponseCache() {
 const DAY_MS = 86_400_000;
 
 /**
- * Responses this process already served (and billed) per organisation, by fingerprint: an identical response within
- * 24 h is not debited, and knowing it here spares the ledger a round trip. The ledger (reponses_servies) stays the
- * reference for what other instances served.
+ * Responses the ledger served per organisation, by fingerprint, with when it last debited them: an identical
+ * response within 24 h of that is not debited, and knowing it here spares the ledger a round trip. What this process
+ * does not know (served by another instance, or forgotten) the ledger's batch tells (reponses_servies).
  */
 function createServedMemory() {
   const served = new Map<string, number>();
   return {
     seen: (id: string, now: number) => (served.get(id) ?? 0) > now - DAY_MS,
-    note(id: string, now: number) {
+    note(id: string, at: number) {
       if (served.size > 200_000) served.clear();
-      served.set(id, now);
+      served.set(id, at);
     },
   };
 }
@@ -191,8 +208,9 @@ export function createPipeline(deps: {
   const auth = createAuthenticator({
     db: services.db,
     accounts: deps.accounts,
-    limiter: deps.limiter ?? createRateLimiter(),
+    limiter: deps.limiter ?? createRateLimiter({ db: services.db, now: () => services.now().getTime() }),
   });
+  const debiter = createDebiter(services.db);
   const byId = new Map(deps.operations.map((operation) => [operationId(operation), operation]));
   const cache = createResponseCache();
   const served = createServedMemory();
@@ -270,10 +288,9 @@ export function createPipeline(deps: {
     const price = caller.sandbox ? 0 : priceOf(operation, result.output);
     const servedId = `${caller.organisationId}|${result.fingerprint}`;
     if (price === 0 || served.seen(servedId, now)) return { debites: 0, restants };
-    const debited = await debit(services.db, {
+    const debited = await debiter.debit({
       organisationId: caller.organisationId,
       cleId: caller.cleId,
-      genre: 'debit',
       credits: price,
       operation: operation.tool,
       requete: requestId,
@@ -286,7 +303,8 @@ export function createPipeline(deps: {
       );
     }
     if (debited.issue === 'plafond_cle') throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
-    served.note(servedId, now);
+    if (debited.issue === 'organisation_absente') throw new ApiError('cle_invalide', 'Clé inconnue.');
+    served.note(servedId, debited.serviLe ?? now);
     auth.noteDebit(caller.organisationId, caller.cleId, debited.debites, debited.restants);
     return { debites: debited.debites, restants: debited.restants };
   }
@@ -303,6 +321,8 @@ export function createPipeline(deps: {
     },
     /** Admin changes: keys and balances are read afresh. */
     forget: auth.forget,
+    /** Stops what the pipeline runs in the background (the database's announcements). */
+    close: auth.close,
   };
 }
 

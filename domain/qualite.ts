@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/client.ts';
 import type { OperationContext } from './catalogue.ts';
+import { createMemory } from './platform/memoire.ts';
 import type { Dataset } from './platform/sandbox.ts';
 
 /**
@@ -50,21 +51,25 @@ export const PARAMETRE_DEMONSTRATION = 'donnees_live_demonstration';
 
 /**
  * How long the answer to "is the live data the demonstration?" is kept per database: one indexed read every few
- * seconds instead of one per call. The process that loads or clears the demonstration forgets it at once
- * (forgetServedSource); another process (an import run from the command line) is seen within this delay.
+ * seconds instead of one per call, made in the background while the answer in memory still holds, so no call waits
+ * for it. The process that loads or clears the demonstration forgets it at once (forgetServedSource); another
+ * process (an import run from the command line) is seen within this delay.
  */
 const DEMONSTRATION_TTL_MS = 5_000;
-const demonstration = new WeakMap<Queryable, { label: string | null; until: number }>();
+const demonstration = new WeakMap<Queryable, ReturnType<typeof createMemory<string | null>>>();
 
 async function demonstrationLabel(db: Queryable): Promise<string | null> {
-  const cached = demonstration.get(db);
-  if (cached && cached.until > Date.now()) return cached.label;
-  const { rows } = await db.query<{ valeur: string }>('SELECT valeur FROM parametres WHERE nom = $1', [
-    PARAMETRE_DEMONSTRATION,
-  ]);
-  const label = rows[0]?.valeur ?? null;
-  demonstration.set(db, { label, until: Date.now() + DEMONSTRATION_TTL_MS });
-  return label;
+  let memory = demonstration.get(db);
+  if (!memory) {
+    memory = createMemory<string | null>({ ttlMs: DEMONSTRATION_TTL_MS, refreshMs: DEMONSTRATION_TTL_MS / 2, max: 1 });
+    demonstration.set(db, memory);
+  }
+  return memory.get('label', async () => {
+    const { rows } = await db.query<{ valeur: string }>('SELECT valeur FROM parametres WHERE nom = $1', [
+      PARAMETRE_DEMONSTRATION,
+    ]);
+    return rows[0]?.valeur ?? null;
+  });
 }
 
 /**

@@ -2,12 +2,16 @@ import type { Db } from '../../db/client.ts';
 import { TIERS, type Caller, type Operation } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
 import type { Accounts, KeyRecord } from './accounts.ts';
+import { listenToAccessChanges } from './annonces.ts';
 import { balanceOf, type Balance } from './ledger.ts';
+import { createMemory } from './memoire.ts';
 import type { RateLimiter, RateState } from './rate-limit.ts';
 
-// Keys and balances are kept in memory this long: the hot path then needs no round trip. Admin changes made
-// through this process clear the memory at once; other instances see them within this delay.
-const MEMORY_MS = 2000;
+// Keys, organisations and balances are kept in memory at most this long: the hot path then needs no round trip, and
+// a revoked key, a suspended organisation or a changed scope is refused everywhere within it. Changes are also
+// announced by the database (LISTEN svc_acces), which clears the memory of every instance at once; this bound holds
+// when an announcement is lost. Entries are read again in the background past half of it.
+export const MEMORY_MS = 2000;
 
 /**
  * Who calls: the key in clear (an HTTP or MCP Bearer token; undefined when none was sent), or the id of a key
@@ -39,30 +43,28 @@ export function bearer(authorization: string | undefined): Credential {
 
 export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter: RateLimiter; now?: () => number }) {
   const now = deps.now ?? Date.now;
-  const keys = new Map<string, { record: KeyRecord | null; until: number }>();
-  const balances = new Map<string, { balance: Balance; until: number }>();
+  const memory = { ttlMs: MEMORY_MS, refreshMs: MEMORY_MS / 2, max: 50_000 };
+  const keys = createMemory<KeyRecord | null>(memory);
+  const balances = createMemory<Balance>(memory);
+  const forget = () => {
+    keys.clear();
+    balances.clear();
+  };
+  const announcements = listenToAccessChanges(deps.db, forget);
 
-  async function keyRecord(credential: Credential): Promise<KeyRecord | null> {
-    const byId = !('cle' in credential);
-    const id = byId ? `id:${credential.cleId}` : credential.cle!;
+  function keyRecord(credential: Credential): KeyRecord | null | Promise<KeyRecord | null> {
+    if (!('cle' in credential)) {
+      const id = credential.cleId;
+      return keys.get(`id:${id}`, () => deps.accounts.findKeyById(id));
+    }
+    const cle = credential.cle!;
     // A string that cannot be a key costs no lookup, and takes no room in memory.
-    if (!byId && !/^pk_(live|test)_[0-9A-Za-z]{32}$/.test(id)) return null;
-    const hit = keys.get(id);
-    if (hit && hit.until > now()) return hit.record;
-    const record = byId ? await deps.accounts.findKeyById(credential.cleId) : await deps.accounts.findKey(id);
-    if (keys.size > 50_000) keys.clear();
-    keys.set(id, { record, until: now() + MEMORY_MS });
-    return record;
+    if (!/^pk_(live|test)_[0-9A-Za-z]{32}$/.test(cle)) return null;
+    return keys.get(cle, () => deps.accounts.findKey(cle));
   }
 
-  async function balance(organisationId: string, cleId: string): Promise<Balance> {
-    const id = `${organisationId}:${cleId}`;
-    const hit = balances.get(id);
-    if (hit && hit.until > now()) return hit.balance;
-    const fresh = await balanceOf(deps.db, organisationId, cleId);
-    if (balances.size > 50_000) balances.clear();
-    balances.set(id, { balance: fresh, until: now() + MEMORY_MS });
-    return fresh;
+  function balance(organisationId: string, cleId: string): Balance | Promise<Balance> {
+    return balances.get(`${organisationId}:${cleId}`, () => balanceOf(deps.db, organisationId, cleId));
   }
 
   return {
@@ -115,7 +117,7 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
           }
         }
       }
-      const rate = deps.limiter.hit(org.id, org.quota_minute);
+      const rate = await deps.limiter.hit(org.id, org.quota_minute);
       if (!rate.allowed) {
         throw new ApiError('quota_minute', `Quota de ${rate.limit} appels par minute atteint pour l’organisation.`, {
           rate,
@@ -132,15 +134,14 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
 
     /** After a debit: the balance in memory follows the ledger's answer. */
     noteDebit(organisationId: string, cleId: string, debited: number, restants: number) {
-      const hit = balances.get(`${organisationId}:${cleId}`);
-      if (hit) hit.balance = { ...hit.balance, restants, cleUtilise: hit.balance.cleUtilise + debited };
+      balances.update(`${organisationId}:${cleId}`, (b) => ({ ...b, restants, cleUtilise: b.cleUtilise + debited }));
     },
 
-    /** Admin changes: forget keys and balances at once. */
-    forget() {
-      keys.clear();
-      balances.clear();
-    },
+    /** Admin changes made through this process: forget keys and balances at once. */
+    forget,
+
+    /** Stops listening to the database's announcements. */
+    close: () => announcements.close(),
   };
 }
 

@@ -416,8 +416,11 @@ const centimes = (x: number): number => Math.round(x * 100) / 100;
 const montant = (assiette: number, tauxPct: number): number =>
   Math.round(Number(((assiette * tauxPct) / 100).toFixed(6)));
 
+// Made once: building a DateTimeFormat costs more than the whole estimate.
+const anneeParis = new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', year: 'numeric' });
+
 function anneeAParis(date: Date): number {
-  return Number(new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', year: 'numeric' }).format(date));
+  return Number(anneeParis.format(date));
 }
 
 interface Contexte {
