@@ -5,6 +5,8 @@ import { communeByCode } from '../communes.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError } from '../errors.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
+import { distanceEdition, MOTS_OUTILS, normaliserNom, normaliserTexte, plier } from './normaliser.ts';
+import { analyserRequete, communesDuCode, type Requete } from './requete.ts';
 
 /**
  * resoudre_adresse: geocoding over the address base (BAN numbers, streets, lieux-dits, communes) of the caller's
@@ -15,29 +17,25 @@ import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 
 type TypeAdresse = 'numero' | 'voie' | 'lieu_dit' | 'commune';
 
-// Streets, places and communes read before ranking: enough for the right one to be among them even when common
-// words (`rue`, `de`, `la`) make many labels look alike to trigrams.
+// Streets and places read before ranking: enough for the right one to be among them when many names look alike to
+// trigrams (`rue de la liberte` is in every other commune).
 const LIEUX_LUS = 40;
-// pg_trgm word similarity a street, place or commune label must reach against the query (without its number).
+// pg_trgm word similarity the query's name must reach against a street's or place's indexed text: in the communes the
+// query names, and everywhere.
+const SEUIL_LIE = 0.3;
 const SEUIL_TRIGRAMMES = 0.4;
+// A search bound to the communes of its codes or of the commune it names looks no further once a candidate there
+// reaches this score.
+const SCORE_LIE = 0.7;
+// Candidates outside the communes of a postal or INSEE code given: their score is multiplied by this.
+const HORS_CODE = 0.8;
 // Candidates whose score falls below are not served.
-const SCORE_MIN = 0.35;
+const SCORE_MIN = 0.3;
 // A word of the candidate counts as found in the query from this similarity on.
 const MOT_TROUVE = 0.75;
 const RAYON_INVERSE_M = 1000;
 // Distance from the frozen sandbox data beyond which a reverse search is outside the sandbox.
 const RAYON_BAC_A_SABLE_M = 20_000;
-
-const REPETITIONS = new Set(['bis', 'ter', 'quater', 'quinquies']);
-// Words most labels share: left out of the trigram lookup, where they would make thousands of streets look alike
-// (`rue de la liberte` is in every other commune), kept in the score.
-const MOTS_COMMUNS = new Set([
-  ...['rue', 'avenue', 'av', 'ave', 'boulevard', 'bd', 'bld', 'chemin', 'che', 'allee', 'all', 'impasse', 'imp'],
-  ...['route', 'rte', 'place', 'pl', 'square', 'quai', 'cours', 'passage', 'lotissement', 'lot', 'residence', 'res'],
-  ...['sentier', 'voie', 'ruelle', 'traverse', 'esplanade', 'promenade', 'hameau', 'lieu', 'dit'],
-]);
-// Short grammatical words: found or not, they weigh little in the score.
-const MOTS_OUTILS = new Set('de du des la le les l d a au aux en et sur sous'.split(' '));
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Schemas
@@ -105,79 +103,10 @@ const ResultatSchema = z.object({
 });
 
 // ---------------------------------------------------------------------------------------------------------------------
-// Text
+// Score
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** Lower case, no accents, ligatures spelt out, other signs as spaces: the text as svc_plier() and pg_trgm see it. */
-export function plier(text: string): string {
-  return text
-    .replace(/[œŒ]/g, 'oe')
-    .replace(/[æÆ]/g, 'ae')
-    .normalize('NFD')
-    .replace(/\p{M}/gu, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, ' ')
-    .trim();
-}
-
-function mots(text: string | null): string[] {
-  return text ? plier(text).split(' ').filter(Boolean) : [];
-}
-
-/** Damerau-Levenshtein distance (optimal string alignment): a swap of two letters is one typo. */
-export function distanceEdition(a: string, b: string): number {
-  if (a === b) return 0;
-  const rows: number[][] = [];
-  for (let i = 0; i <= a.length; i++) {
-    rows.push(new Array<number>(b.length + 1).fill(0));
-    rows[i][0] = i;
-  }
-  for (let j = 0; j <= b.length; j++) rows[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
-      rows[i][j] = d;
-    }
-  }
-  return rows[a.length][b.length];
-}
-
-function ressemblance(a: string, b: string): number {
-  if (a === b) return 1;
-  // Digits are exact: 33360 is not 33361.
-  if (/\d/.test(a) || /\d/.test(b)) return 0;
-  return Math.max(0, 1 - distanceEdition(a, b) / Math.max(a.length, b.length));
-}
-
-const poids = (mot: string) => (MOTS_OUTILS.has(mot) ? 1 : mot.length);
-
-interface Requete {
-  /** Folded words, number and repetition index removed. */
-  mots: string[];
-  numero: number | null;
-  suffixe: string | null;
-  codesPostaux: string[];
-}
-
-/** The number (leading, 1-4 digits, with its repetition index) and the words of a query. */
-export function analyser(q: string): Requete {
-  const tokens = plier(q).split(' ').filter(Boolean);
-  let numero: number | null = null;
-  let suffixe: string | null = null;
-  const first = /^(\d{1,4})(bis|ter|quater|quinquies|[a-z])?$/.exec(tokens[0] ?? '');
-  if (first) {
-    numero = Number(first[1]);
-    suffixe = first[2] ?? null;
-    tokens.shift();
-    // `12 bis`, `12 b`; not `12 a` nor `12 l` (à, l'), read as words.
-    if (!suffixe && tokens.length > 1 && (REPETITIONS.has(tokens[0]) || /^[b-ce-km-xz]$/.test(tokens[0]))) {
-      suffixe = tokens.shift()!;
-    }
-  }
-  return { mots: tokens, numero, suffixe, codesPostaux: tokens.filter((t) => /^\d{5}$/.test(t)) };
-}
+export { plier, distanceEdition };
 
 interface Ligne {
   cle_ban: string;
@@ -200,51 +129,118 @@ interface Ligne {
   certification: boolean | null;
 }
 
+const INDICES: Record<string, string> = { b: 'bis', t: 'ter', q: 'quater' };
+/** DVF writes B, T, Q for bis, ter, quater; the BAN writes bis, ter, or the letter. */
+const indice = (s: string | null) => (s ? (INDICES[s] ?? s) : null);
+
+// Types read as near: a `chemin rural` asked as `chemin` is half found, a `rue` asked as `boulevard` not at all.
+const FAMILLES_DE_TYPES = [
+  ['chemin', 'chemin rural', 'chemin vicinal', 'ancien chemin', 'petit chemin', 'sentier', 'sente'],
+  ['route', 'ancienne route', 'nouvelle route', 'vieille route'],
+  ['rue', 'grande rue', 'petite rue', 'ruelle'],
+  ['avenue', 'petite avenue'],
+  ['place', 'placette', 'square', 'parvis'],
+  ['voie', 'voie communale'],
+  ['zone', 'zone artisanale', 'zone industrielle', "zone d'activites", "zone d'amenagement concerte"],
+  ['residence', 'immeuble', 'cite', 'lotissement', 'domaine'],
+];
+const FAMILLE = new Map(FAMILLES_DE_TYPES.flatMap((f, i) => f.map((t) => [t, i] as const)));
+
+function typeTrouve(demande: string, type: string | null): number {
+  if (type === demande) return 1;
+  if (type !== null && FAMILLE.has(type) && FAMILLE.get(type) === FAMILLE.get(demande)) return 0.5;
+  return 0;
+}
+
+function ressemblance(a: string, b: string): number {
+  if (a === b) return 1;
+  // Digits are exact: 33360 is not 33361.
+  if (/\d/.test(a) || /\d/.test(b)) return 0;
+  // A word cut short, as the 26 or 32 characters of DVF and AFNOR names cut them (`HOSPIT`, `BRETONNERI`).
+  if (a.length >= 4 && b.startsWith(a)) return 0.9;
+  return Math.max(0, 1 - distanceEdition(a, b) / Math.max(a.length, b.length));
+}
+
+const poids = (mot: string) => (MOTS_OUTILS.has(mot) ? 1 : mot.length);
+const POIDS_NUMERO = 3;
+const POIDS_TYPE = 3;
+const POIDS_CODE = 3;
+const POIDS_COMMUNE = 4;
+
+/** What a candidate is compared on: its number, its type and names (canonical words), its commune. */
+export interface Compare {
+  type: TypeAdresse;
+  numero: number | null;
+  suffixe: string | null;
+  /** Street type of the street or place (normaliser.ts). */
+  typeVoie: string | null;
+  /** Its names, canonical words: the BAN name, its other forms, the lieu-dit of a number. */
+  noms: string[][];
+  insee: string;
+  code_postal: string | null;
+  commune: string;
+  ancienne_commune_nom: string | null;
+}
+
 /**
  * Score 0-1 of a candidate: 0.8 × the share of the query found in the candidate + 0.2 × the share of the candidate
- * found in the query. Each query word is compared with the candidate's words (street or place, lieu-dit, commune,
- * former commune) by edit distance, weighted by its length (short grammatical words weigh 1); the number weighs 3
- * (found: 1, other repetition index: 0.8) as does a postal code (equal or not).
+ * found in the query. The query counts its number (weight 3: found 1, another repetition index 0.8), its street type
+ * (3: the same 1, a near type such as chemin rural for chemin 0.5, another 0), each word of the name (its length, 1
+ * for `de`, `la`…, compared with the candidate's names by edit distance, a word cut short found at 0.9), each postal
+ * or INSEE code (3: the candidate's commune has it) and the commune named (4). The candidate counts its type (3) and
+ * the words of the name that matches best. Outside the communes of a code given: × 0.8.
  */
-export function scorer(
-  requete: Requete,
-  ligne: Pick<
-    Ligne,
-    'numero' | 'suffixe' | 'voie' | 'lieu_dit' | 'commune' | 'ancienne_commune_nom' | 'code_postal' | 'type'
-  >,
-): number {
-  const nom = ligne.type === 'lieu_dit' ? mots(ligne.lieu_dit) : mots(ligne.voie);
-  const lieuDit = ligne.type === 'numero' ? mots(ligne.lieu_dit) : [];
-  const commune = mots(ligne.commune);
-  const candidats = [...nom, ...lieuDit, ...commune, ...mots(ligne.ancienne_commune_nom)];
+export function scorer(requete: Requete, c: Compare): number {
+  const communeMots = [...normaliserTexte(c.commune), ...normaliserTexte(c.ancienne_commune_nom ?? '')];
+  const nomMots = c.type === 'commune' ? [communeMots] : c.noms;
+  const motsCandidat = requete.commune ? nomMots.flat() : [...nomMots.flat(), ...communeMots];
   let trouve = 0;
   let total = 0;
   if (requete.numero !== null) {
-    total += 3;
-    if (ligne.numero === requete.numero) trouve += 3 * ((ligne.suffixe ?? null) === requete.suffixe ? 1 : 0.8);
+    total += POIDS_NUMERO;
+    if (c.numero === requete.numero) trouve += POIDS_NUMERO * (indice(c.suffixe) === indice(requete.suffixe) ? 1 : 0.8);
   }
-  const meilleur = (mot: string) => candidats.reduce((m, c) => Math.max(m, ressemblance(mot, c)), 0);
+  const typeDemande = requete.type !== null && requete.type !== 'lieu dit' ? requete.type : null;
+  if (typeDemande) {
+    total += POIDS_TYPE;
+    trouve += POIDS_TYPE * typeTrouve(typeDemande, c.type === 'commune' ? null : c.typeVoie);
+  }
   for (const mot of requete.mots) {
-    if (/^\d{5}$/.test(mot)) {
-      total += 3;
-      if (mot === ligne.code_postal) trouve += 3;
-      continue;
-    }
     total += poids(mot);
-    trouve += poids(mot) * meilleur(mot);
+    trouve += poids(mot) * motsCandidat.reduce((m, x) => Math.max(m, ressemblance(mot, x)), 0);
+  }
+  for (const code of requete.codes) {
+    total += POIDS_CODE;
+    if (code === c.code_postal || communesDuCode(code).includes(c.insee)) trouve += POIDS_CODE;
+  }
+  if (requete.commune) {
+    total += POIDS_COMMUNE;
+    if (requete.commune.insee.includes(c.insee)) trouve += POIDS_COMMUNE;
   }
   const partRequete = total > 0 ? trouve / total : 0;
-  // The candidate's own words: the street or place name it is known by (the lieu-dit of a number when that reads
-  // better) and its commune.
-  const couverture = (groupe: string[]) => {
-    const tous = [...groupe, ...commune];
-    const w = tous.reduce((s, m) => s + poids(m), 0);
-    if (w === 0) return 0;
-    const vus = tous.filter((m) => requete.mots.some((q) => ressemblance(q, m) >= MOT_TROUVE));
-    return vus.reduce((s, m) => s + poids(m), 0) / w;
-  };
-  const partCandidat = Math.max(couverture(nom), lieuDit.length ? couverture(lieuDit) : 0);
-  return Math.round((0.8 * partRequete + 0.2 * partCandidat) * 1000) / 1000;
+
+  // The candidate's own words, in the name that reads best.
+  const demandes = [...requete.mots, ...(requete.commune?.mots ?? [])];
+  const vu = (mot: string) => demandes.some((q) => ressemblance(q, mot) >= MOT_TROUVE);
+  const partCandidat = Math.max(
+    0,
+    ...nomMots.map((mots) => {
+      let w = 0;
+      let found = 0;
+      if (c.type !== 'commune' && c.typeVoie) {
+        w += POIDS_TYPE;
+        if (typeDemande) found += POIDS_TYPE * typeTrouve(typeDemande, c.typeVoie);
+      }
+      for (const m of mots) {
+        w += poids(m);
+        if (vu(m)) found += poids(m);
+      }
+      return w > 0 ? found / w : 0;
+    }),
+  );
+  let score = 0.8 * partRequete + 0.2 * partCandidat;
+  if (requete.communesDesCodes.length > 0 && !requete.communesDesCodes.includes(c.insee)) score *= HORS_CODE;
+  return Math.round(score * 1000) / 1000;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -253,8 +249,6 @@ export function scorer(
 
 const COLONNES = `a.cle_ban, a.type, a.numero, a.suffixe, a.voie, a.code_voie, a.lieu_dit, a.code_postal, a.insee, a.commune,
   a.ancienne_commune_insee, a.ancienne_commune_nom, a.libelle, a.lat, a.lon, a.type_position, a.parcelles, a.certification`;
-// As indexed by adresses_texte_trgm_hors_numeros (migration 008), to the letter.
-const TEXTE = 'svc_texte_adresse(a.voie, a.lieu_dit, a.commune, a.code_postal)';
 const RANG_TYPE: Record<TypeAdresse, number> = { numero: 0, voie: 1, lieu_dit: 2, commune: 3 };
 
 const arrondi = (x: number, decimales = 6) => Math.round(x * 10 ** decimales) / 10 ** decimales;
@@ -283,42 +277,121 @@ function candidat(ligne: Ligne, extra: { score: number | null; distance_m: numbe
   };
 }
 
-async function lireTexte(
-  client: Queryable,
-  dataset: Dataset,
-  texte: string,
-  codePostal: string | null,
-  numero: number | null,
-): Promise<Array<Ligne & { origine: 'lieu' | 'numero' }>> {
-  const { rows } = await client.query<Ligne & { origine: 'lieu' | 'numero' }>(
+/** A row read by the text search: for a number, the type and names of the street or place it was found on. */
+interface LigneLue extends Ligne {
+  origine: 'lieu' | 'numero' | 'commune';
+  /** The street or place a number was found on (its cle_ban). */
+  lieu: string | null;
+  type_voie: string | null;
+  nom_norm: string | null;
+  noms_alt: string[] | null;
+}
+
+interface Recherche {
+  /** Communes searched (INSEE codes); null: all. */
+  communes: string[] | null;
+  /** Words looked up by trigrams; empty: the streets of `type` in the communes. */
+  texte: string;
+  type: string | null;
+  numero: number | null;
+}
+
+/**
+ * Streets and places by trigrams of their indexed text (type, name, other forms, commune), in the communes searched
+ * when some are, then the asked number on them, and the communes searched themselves. One statement.
+ */
+async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<LigneLue[]> {
+  const params: unknown[] = [dataset, r.texte, r.type, r.numero];
+  const liees = r.communes ? params.push(r.communes) : 0;
+  const communes = liees ? `AND a.insee = ANY ($${liees}::text[])` : '';
+  const correspond = r.texte ? '$2 <% a.recherche' : 'a.type_voie = $3';
+  const { rows } = await client.query<LigneLue>(
     `WITH lieux AS (
-       SELECT ${COLONNES}
+       SELECT ${COLONNES}, a.type_voie, a.nom_norm, a.noms_alt
          FROM adresses a
-        WHERE a.dataset = $1 AND a.type <> 'numero' AND $2 <% ${TEXTE}
-          AND ($3::text IS NULL OR a.code_postal = $3)
-        -- The shorter label first among equals: fewer words the query did not ask for (the commune before its streets).
-        ORDER BY word_similarity($2, ${TEXTE}) DESC, length(a.libelle), a.cle_ban
+        WHERE a.dataset = $1 AND a.type IN ('voie', 'lieu_dit') ${communes} AND ${correspond}
+        -- Among equals, the asked type, then the shorter label: fewer words the query did not ask for.
+        ORDER BY word_similarity($2, a.recherche) DESC, a.type_voie IS NOT DISTINCT FROM $3 DESC, length(a.libelle),
+                 a.cle_ban
         LIMIT ${LIEUX_LUS}),
      numeros AS (
-       SELECT ${COLONNES}
+       SELECT l.cle_ban AS lieu, ${COLONNES}, l.type_voie, l.nom_norm, l.noms_alt
          FROM lieux l
          JOIN adresses a ON a.dataset = $1 AND a.insee = l.insee AND a.code_voie = l.code_voie AND a.numero = $4
         WHERE l.type = 'voie' AND a.type = 'numero' AND starts_with(a.cle_ban, l.cle_ban || '_')
-          AND ($3::text IS NULL OR a.code_postal = $3)
        UNION ALL
-       SELECT ${COLONNES}
+       SELECT l.cle_ban AS lieu, ${COLONNES}, l.type_voie, l.nom_norm, l.noms_alt
          FROM lieux l
          JOIN adresses a ON a.dataset = $1 AND a.insee = l.insee AND a.lieu_dit = l.lieu_dit AND a.numero = $4
-        WHERE l.type = 'lieu_dit' AND a.type = 'numero' AND ($3::text IS NULL OR a.code_postal = $3))
-     SELECT 'lieu' AS origine, * FROM lieux
+        WHERE l.type = 'lieu_dit' AND a.type = 'numero')
+     SELECT 'lieu' AS origine, NULL AS lieu, * FROM lieux
      UNION ALL
-     SELECT DISTINCT ON (cle_ban) 'numero' AS origine, * FROM numeros`,
-    [dataset, texte, codePostal, numero],
+     SELECT DISTINCT ON (cle_ban) 'numero' AS origine, * FROM numeros
+     ${
+       liees
+         ? `UNION ALL
+     SELECT 'commune', NULL, ${COLONNES}, NULL, NULL, NULL FROM adresses a
+      WHERE a.dataset = $1 AND a.type = 'commune' AND a.cle_ban = ANY ($${liees}::text[])`
+         : ''
+     }`,
+    params,
   );
   return rows;
 }
 
-/** Text search: streets, places and communes by trigrams, then the asked number on them, ranked by `scorer`. */
+/** What a row read is compared on. */
+function compare(ligne: LigneLue): Compare {
+  const noms = ligne.nom_norm !== null ? [ligne.nom_norm.split(' ').filter(Boolean)] : [];
+  for (const alt of ligne.noms_alt ?? []) noms.push(alt.split(' '));
+  // A number's lieu-dit names it too (`22 Les Écus` for 22 Route de Cénac in the lieu-dit Les Écus).
+  if (ligne.type === 'numero' && ligne.lieu_dit) noms.push(normaliserNom(ligne.lieu_dit).mots);
+  return {
+    type: ligne.type,
+    numero: ligne.numero,
+    suffixe: ligne.suffixe,
+    typeVoie: ligne.type_voie,
+    noms: noms.length > 0 ? noms : [[]],
+    insee: ligne.insee,
+    code_postal: ligne.code_postal,
+    commune: ligne.commune,
+    ancienne_commune_nom: ligne.ancienne_commune_nom,
+  };
+}
+
+/** The rows read, scored: a street or place that has the asked number gives way to it. */
+function classer(requete: Requete, rows: LigneLue[]): Array<{ ligne: Ligne; score: number }> {
+  const avecNumero = new Set(rows.filter((r) => r.origine === 'numero').map((r) => r.lieu));
+  const vus = new Set<string>();
+  const scored: Array<{ ligne: Ligne; score: number }> = [];
+  for (const ligne of rows) {
+    if (vus.has(ligne.cle_ban)) continue;
+    vus.add(ligne.cle_ban);
+    if (ligne.origine === 'lieu' && avecNumero.has(ligne.cle_ban)) continue;
+    const score = scorer(requete, compare(ligne));
+    if (score >= SCORE_MIN) scored.push({ ligne, score });
+  }
+  return scored;
+}
+
+/** The communes a search is bound to: those of the codes and of the commune named, within those of `code_postal`. */
+function communesLiees(requete: Requete, filtre: string[] | null): string[] | null {
+  const codes = requete.communesDesCodes;
+  const nommees = requete.commune?.insee ?? [];
+  let liees: string[] | null = null;
+  if (codes.length > 0 && nommees.length > 0) {
+    const les2 = codes.filter((c) => nommees.includes(c));
+    liees = les2.length > 0 ? les2 : [...new Set([...codes, ...nommees])];
+  } else if (codes.length > 0) liees = codes;
+  else if (nommees.length > 0) liees = nommees;
+  if (!filtre) return liees;
+  const dansFiltre = liees?.filter((c) => filtre.includes(c)) ?? [];
+  return dansFiltre.length > 0 ? dansFiltre : filtre;
+}
+
+/**
+ * Text search: bound to the communes of the codes and of the commune named (or of `code_postal`), the streets,
+ * places and communes there, then, when nothing there reaches SCORE_LIE, everywhere (within `code_postal` only).
+ */
 export async function rechercher(
   db: Db,
   dataset: Dataset,
@@ -326,34 +399,34 @@ export async function rechercher(
   codePostal: string | null,
   max: number,
 ): Promise<Candidat[]> {
-  const requete = analyser(q);
-  if (requete.mots.length === 0) return [];
-  const distinctifs = requete.mots.filter((m) => !MOTS_COMMUNS.has(m) && !MOTS_OUTILS.has(m));
-  const texte = (distinctifs.length > 0 ? distinctifs : requete.mots).join(' ');
-  // The trigram operator reads its threshold from a setting: set for this transaction only.
-  const rows = await transaction(db, async (client) => {
-    await client.query(`SET TRANSACTION READ ONLY; SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
-    return lireTexte(client, dataset, texte, codePostal, requete.numero);
-  });
-  // A street or place that has the asked number gives way to it.
-  const lieuDit = (insee: string, nom: string | null) => `${insee}|${nom}`;
-  const avecNumero = new Set(
-    rows
-      .filter((r) => r.origine === 'numero')
-      .flatMap((r) => [r.cle_ban.replace(/_\d{5}(?:_\w+)?$/, ''), lieuDit(r.insee, r.lieu_dit)]),
-  );
-  const vus = new Set<string>();
-  const scored: Array<{ ligne: Ligne; score: number }> = [];
-  for (const ligne of rows) {
-    if (vus.has(ligne.cle_ban)) continue;
-    vus.add(ligne.cle_ban);
-    if (ligne.origine === 'lieu' && requete.numero !== null) {
-      const cle = ligne.type === 'lieu_dit' ? lieuDit(ligne.insee, ligne.lieu_dit) : ligne.cle_ban;
-      if (avecNumero.has(cle)) continue;
+  const requete = analyserRequete(q);
+  const filtre = codePostal ? communesDuCode(codePostal) : null;
+  if (filtre && filtre.length === 0) return [];
+  const liees = communesLiees(requete, filtre);
+  const distinctifs = requete.mots.filter((m) => !MOTS_OUTILS.has(m));
+  const nom = (distinctifs.length > 0 ? distinctifs : requete.mots).join(' ');
+  if (!nom && !requete.type && !liees) return [];
+  const numero = requete.numero;
+  const type = requete.type;
+  const scored = await transaction(db, async (client) => {
+    // The trigram operator reads its threshold from a setting: set for this transaction only.
+    await client.query('SET TRANSACTION READ ONLY');
+    const seuil = async (s: number) =>
+      client.query(`SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, [String(s)]);
+    let found: Array<{ ligne: Ligne; score: number }> = [];
+    if (liees) {
+      await seuil(SEUIL_LIE);
+      found = classer(requete, await lire(client, dataset, { communes: liees, texte: nom, type, numero }));
+      if (found.some((f) => f.score >= SCORE_LIE)) return found;
     }
-    const score = scorer(requete, ligne);
-    if (score >= SCORE_MIN) scored.push({ ligne, score });
-  }
+    // Everywhere (within code_postal): the name, and the commune's words when the commune named was not found.
+    const texte = [...distinctifs, ...(requete.commune?.mots ?? [])].join(' ') || nom;
+    if (!texte) return found;
+    await seuil(SEUIL_TRIGRAMMES);
+    const ailleurs = classer(requete, await lire(client, dataset, { communes: filtre, texte, type, numero }));
+    const deja = new Set(found.map((f) => f.ligne.cle_ban));
+    return [...found, ...ailleurs.filter((f) => !deja.has(f.ligne.cle_ban))];
+  });
   scored.sort(
     (a, b) =>
       b.score - a.score ||
