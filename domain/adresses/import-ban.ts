@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { PoolClient } from 'pg';
 import type { Db } from '../../db/client.ts';
 import { communeByCode, isInseeCode } from '../communes.ts';
@@ -368,13 +369,21 @@ async function merge(client: PoolClient, dataset: Dataset): Promise<MergeCounts>
 // The import.
 // ---------------------------------------------------------------------------------------------------------------------
 
-/**
- * Imports a BAN `adresses-XX.csv` (or `.csv.gz`) into `dataset`. Throws ImportError, with a French message, when the
- * file is unusable as a whole (missing, not a BAN header); a bad line is only rejected, with its reason and its line
- * number in the file (the header is line 1).
- */
-export async function importBan(db: Db, file: string, options: BanImportOptions = {}): Promise<BanImportReport> {
-  const dataset = options.dataset ?? 'live';
+interface Fichier {
+  report: ImportReport;
+  merged: MergeCounts;
+  ventesRattachees: number;
+  parcellesIgnorees: number;
+}
+
+/** One file: read, staged, derived and merged in one transaction; its sales attached. */
+async function importerFichier(
+  db: Db,
+  file: string,
+  dataset: Dataset,
+  options: BanImportOptions,
+  progres: (lus: number, gardes: number) => void,
+): Promise<Fichier> {
   await exigerFichier(file);
   const { report, rejeter } = nouveauRapport(file);
   await using records = csvRecords(file, ';');
@@ -395,7 +404,7 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
         await writeBatch(client, batch, seq);
         seq += batch.length;
       },
-      () => options.onProgress?.({ lus: report.lus, gardes: report.gardes }),
+      () => progres(report.lus, report.gardes),
     );
     for await (const { ligne, champs } of lignesDeDonnees(records, header.length, report, rejeter)) {
       const get = lecteurDe(columns, champs);
@@ -433,32 +442,83 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
     // Fresh statistics at once: the searches that follow would otherwise be planned on the table as it was.
     if (written > 0) await client.query('ANALYZE adresses');
     const ventesRattachees = await attachBanKeys(client, dataset, merged.communes);
-    const t = (type: string) => merged.parType[type] ?? { total: 0, ajoutees: 0, modifiees: 0 };
-    const line = (label: string, type: string) => {
-      const c = t(type);
-      return `${label.padEnd(10)}: ${c.total} (${c.ajoutees} ajoutés, ${c.modifiees} modifiés, ${c.total - c.ajoutees - c.modifiees} inchangés)`;
-    };
-    report.details.push(
-      line('numéros', 'numero'),
-      line('voies', 'voie'),
-      line('lieux-dits', 'lieu_dit'),
-      line('communes', 'commune'),
-      `supprimés : ${merged.supprimees} (absents du fichier, dans ses ${merged.communes.length} communes)`,
-      `ventes DVF rattachées à un numéro : ${ventesRattachees}`,
-    );
-    if (parcellesIgnorees > 0)
-      report.details.push(`parcelles : ${parcellesIgnorees} identifiants hors format (14 caractères) ignorés`);
-    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    return { ...report, ventesRattachees };
+    return { report, merged, ventesRattachees, parcellesIgnorees };
   } finally {
     await client.query('DROP TABLE IF EXISTS pg_temp.ban_lot, pg_temp.ban_final').catch(() => {});
     client.release();
   }
 }
 
+/**
+ * Imports a BAN `adresses-XX.csv` (or `.csv.gz`) into `dataset`, or several (the BAN publishes one per département),
+ * one after the other, each in its transaction: a file is complete for the communes it covers. Throws ImportError,
+ * with a French message, when a file is unusable as a whole (missing, not a BAN header); a bad line is only rejected,
+ * with its reason and its line number in the file (the header is line 1), and the file's name when there are several.
+ */
+export async function importBan(
+  db: Db,
+  files: string | string[],
+  options: BanImportOptions = {},
+): Promise<BanImportReport> {
+  const dataset = options.dataset ?? 'live';
+  const liste = typeof files === 'string' ? [files] : files;
+  if (liste.length === 0) throw new ImportError('Aucun fichier BAN à importer.');
+  const total: BanImportReport = {
+    source: liste.length === 1 ? liste[0] : `${liste.length} fichiers, de ${liste[0]} à ${liste.at(-1)}`,
+    lus: 0,
+    gardes: 0,
+    rejetes: [],
+    details: [],
+    ventesRattachees: 0,
+  };
+  const parType: MergeCounts['parType'] = {};
+  let supprimees = 0;
+  let communes = 0;
+  let parcellesIgnorees = 0;
+  for (const file of liste) {
+    const avant = { lus: total.lus, gardes: total.gardes };
+    const f = await importerFichier(db, file, dataset, options, (lus, gardes) =>
+      options.onProgress?.({ lus: avant.lus + lus, gardes: avant.gardes + gardes }),
+    );
+    total.lus += f.report.lus;
+    total.gardes += f.report.gardes;
+    const prefixe = liste.length > 1 ? `${path.basename(file)} : ` : '';
+    for (const r of f.report.rejetes) {
+      if (total.rejetes.length < MAX_REJETS_LISTES) total.rejetes.push({ ligne: r.ligne, motif: prefixe + r.motif });
+    }
+    for (const [type, c] of Object.entries(f.merged.parType)) {
+      const t = (parType[type] ??= { total: 0, ajoutees: 0, modifiees: 0 });
+      t.total += c.total;
+      t.ajoutees += c.ajoutees;
+      t.modifiees += c.modifiees;
+    }
+    supprimees += f.merged.supprimees;
+    communes += f.merged.communes.length;
+    parcellesIgnorees += f.parcellesIgnorees;
+    total.ventesRattachees += f.ventesRattachees;
+  }
+  const line = (label: string, type: string) => {
+    const c = parType[type] ?? { total: 0, ajoutees: 0, modifiees: 0 };
+    return `${label.padEnd(10)}: ${c.total} (${c.ajoutees} ajoutés, ${c.modifiees} modifiés, ${c.total - c.ajoutees - c.modifiees} inchangés)`;
+  };
+  total.details.push(
+    line('numéros', 'numero'),
+    line('voies', 'voie'),
+    line('lieux-dits', 'lieu_dit'),
+    line('communes', 'commune'),
+    `supprimés : ${supprimees} (absents du fichier, dans ses ${communes} communes)`,
+    `ventes DVF rattachées à un numéro : ${total.ventesRattachees}`,
+  );
+  if (parcellesIgnorees > 0)
+    total.details.push(`parcelles : ${parcellesIgnorees} identifiants hors format (14 caractères) ignorés`);
+  options.onProgress?.({ lus: total.lus, gardes: total.gardes });
+  return total;
+}
+
 /** The `ban` source of the importers' CLI. */
 export const banSource = importSource(
   'ban',
-  'adresses de la Base Adresse Nationale : adresses-XX.csv (séparateur « ; »), ou .csv.gz',
+  'adresses de la Base Adresse Nationale : adresses-XX.csv (séparateur « ; ») ou .csv.gz ; plusieurs fichiers, un dossier ou un motif (ban/adresses-*.csv.gz), un département après l’autre',
   importBan,
+  /^adresses-.*\.csv(\.gz)?$/i,
 );
