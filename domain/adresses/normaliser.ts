@@ -44,6 +44,21 @@ export function distanceEdition(a: string, b: string): number {
   return rows[a.length][b.length];
 }
 
+/** Whether two words are at most one typo apart (a letter added, dropped, replaced, or two swapped), in linear time. */
+export function uneFauteAuPlus(a: string, b: string): boolean {
+  if (a === b) return true;
+  const la = a.length;
+  const lb = b.length;
+  if (Math.abs(la - lb) > 1) return false;
+  let i = 0;
+  while (i < la && i < lb && a[i] === b[i]) i++;
+  if (la === lb) {
+    if (a.slice(i + 1) === b.slice(i + 1)) return true;
+    return a[i] === b[i + 1] && a[i + 1] === b[i] && a.slice(i + 2) === b.slice(i + 2);
+  }
+  return la > lb ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
+}
+
 /**
  * Street types: each type (its full name, folded) with the ways it is written, folded. The AFNOR NF Z 10-011 and
  * FANTOIR abbreviations, the full names and their common variants. A type of several words is matched before its

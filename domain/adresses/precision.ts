@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
-import { normaliserNom, plier } from './normaliser.ts';
+import { groups } from '../dvf/lines.ts';
+import { normaliserNom } from './normaliser.ts';
 import { rechercher } from './resoudre.ts';
 
 /**
@@ -166,5 +167,36 @@ export async function adressesDesVentes(db: Db, dataset: Dataset, insee?: string
   return rows.map((r) => ({ ...r, suffixe: r.suffixe ? (LETTRES[r.suffixe] ?? r.suffixe.toUpperCase()) : null }));
 }
 
-/** A short label of a type for reports. */
-export const libelleType = (type: string) => plier(type);
+/**
+ * Every distinct street address of DVF files (Etalab or DGFiP, plain or gzipped), as DVF writes it, with the
+ * position of its first sale there.
+ */
+export async function adressesDesFichiers(files: string[]): Promise<AdresseVente[]> {
+  const vues = new Map<string, AdresseVente>();
+  for (const file of files) {
+    for await (const groupes of groups(
+      file,
+      () => {},
+      () => {},
+      { index: 0, of: 1 },
+    )) {
+      for (const l of groupes.flat()) {
+        const a: AdresseVente = {
+          numero: l.numero!,
+          suffixe: l.suffixe ? (LETTRES[l.suffixe] ?? l.suffixe.toUpperCase()) : null,
+          voie: l.voie!,
+          code_voie: l.codeVoie!,
+          code_postal: l.codePostal,
+          insee: l.insee,
+          commune: l.commune,
+          lat: l.lat,
+          lon: l.lon,
+        };
+        if (!estAdresseDeVoie(a)) continue;
+        const cle = [a.insee, a.numero, a.suffixe, a.voie, a.code_postal].join('|');
+        if (!vues.has(cle)) vues.set(cle, a);
+      }
+    }
+  }
+  return [...vues.values()];
+}

@@ -1,6 +1,5 @@
 import { anciennesCommunes, toutesLesCommunes } from '../communes.ts';
 import {
-  distanceEdition,
   estFormeDeType,
   MOTS_OUTILS,
   motsCanoniques,
@@ -8,6 +7,7 @@ import {
   plier,
   typeEnTete,
   TYPES_VOIE,
+  uneFauteAuPlus,
 } from './normaliser.ts';
 
 /**
@@ -40,9 +40,7 @@ const TYPES_ECRITS_EN_ENTIER = TYPES_VOIE.filter((t) => t.length >= 5 && !t.incl
 /** The type of a misspelt word (one typo in a type's full name of 5 letters or more), or null. */
 function typeMalEcrit(mot: string | undefined): string | null {
   if (!mot || mot.length < 5 || /\d/.test(mot)) return null;
-  return (
-    TYPES_ECRITS_EN_ENTIER.find((t) => Math.abs(t.length - mot.length) <= 1 && distanceEdition(t, mot) <= 1) ?? null
-  );
+  return TYPES_ECRITS_EN_ENTIER.find((t) => uneFauteAuPlus(t, mot)) ?? null;
 }
 
 /** Reads a query. */
@@ -144,7 +142,7 @@ const SPAN_MAX = 6;
 
 /**
  * The commune named by the last words of `mots` (canonical words of the query after its number and type): the
- * longest run of last words that is a commune's name, written exactly, else with one typo (names of 5 characters or
+ * longest run of last words that is a commune's name, written exactly or with one typo (names of 5 characters or
  * more). The words left must still name a street (a word other than `de`, `la`…), unless nothing is left and the
  * query is a commune alone or a number or type and a commune (`12 Grande Rue Latresne`): `rue de Paris` names no
  * commune.
@@ -153,22 +151,17 @@ function communeNommee(mots: string[]): { mots: string[]; insee: string[] } | nu
   const { parNom, voisins } = index();
   const acceptable = (reste: string[]) =>
     reste.length === 0 ? true : reste.some((m) => !MOTS_OUTILS.has(m) && !/^\d+$/.test(m));
-  for (const tolerance of [0, 1]) {
-    for (let n = Math.min(SPAN_MAX, mots.length); n >= 1; n--) {
-      const reste = mots.slice(0, mots.length - n);
-      if (!acceptable(reste)) continue;
-      const cle = mots.slice(mots.length - n).join(' ');
-      if (tolerance === 0) {
-        const insee = parNom.get(cle);
-        if (insee) return { mots: mots.slice(mots.length - n), insee };
-        continue;
-      }
-      if (cle.length < 5) continue;
-      const proches = (voisins.get(`${cle[0]}${cle.length}`) ?? []).filter((nom) => distanceEdition(nom, cle) <= 1);
-      if (proches.length > 0) {
-        return { mots: mots.slice(mots.length - n), insee: [...new Set(proches.flatMap((nom) => parNom.get(nom)!))] };
-      }
-    }
+  for (let n = Math.min(SPAN_MAX, mots.length); n >= 1; n--) {
+    const reste = mots.slice(0, mots.length - n);
+    if (!acceptable(reste)) continue;
+    const span = mots.slice(mots.length - n);
+    const cle = span.join(' ');
+    const insee = parNom.get(cle);
+    if (insee) return { mots: span, insee };
+    // A longer name with a typo before a shorter one without: `andernos les bains` misspelt is not `bains`.
+    if (cle.length < 5) continue;
+    const proches = (voisins.get(`${cle[0]}${cle.length}`) ?? []).filter((nom) => uneFauteAuPlus(nom, cle));
+    if (proches.length > 0) return { mots: span, insee: [...new Set(proches.flatMap((nom) => parNom.get(nom)!))] };
   }
   return null;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { transaction, type Db, type Queryable } from '../../db/client.ts';
+import type { Db, Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
 import { nombre } from '../entrees.ts';
@@ -176,6 +176,8 @@ export interface Compare {
   typeVoie: string | null;
   /** Its names, canonical words: the BAN name, its other forms, the lieu-dit of a number. */
   noms: string[][];
+  /** The names it is shown by (a number's street, not its lieu-dit); `noms` when absent. */
+  affiches?: string[][];
   insee: string;
   code_postal: string | null;
   commune: string;
@@ -193,7 +195,13 @@ export interface Compare {
 export function scorer(requete: Requete, c: Compare): number {
   const communeMots = [...normaliserTexte(c.commune), ...normaliserTexte(c.ancienne_commune_nom ?? '')];
   const nomMots = c.type === 'commune' ? [communeMots] : c.noms;
-  const motsCandidat = requete.commune ? nomMots.flat() : [...nomMots.flat(), ...communeMots];
+  const affiches = c.type === 'commune' ? nomMots : (c.affiches ?? c.noms);
+  // The type's words too: a type the query misspelt beyond recognition (`graned rue`) is still near them.
+  const motsCandidat = [
+    ...nomMots.flat(),
+    ...(c.type !== 'commune' && c.typeVoie ? c.typeVoie.split(' ') : []),
+    ...(requete.commune ? [] : communeMots),
+  ];
   let trouve = 0;
   let total = 0;
   if (requete.numero !== null) {
@@ -219,12 +227,12 @@ export function scorer(requete: Requete, c: Compare): number {
   }
   const partRequete = total > 0 ? trouve / total : 0;
 
-  // The candidate's own words, in the name that reads best.
+  // The candidate's own words, in the name it is shown by that reads best.
   const demandes = [...requete.mots, ...(requete.commune?.mots ?? [])];
   const vu = (mot: string) => demandes.some((q) => ressemblance(q, mot) >= MOT_TROUVE);
   const partCandidat = Math.max(
     0,
-    ...nomMots.map((mots) => {
+    ...affiches.map((mots) => {
       let w = 0;
       let found = 0;
       if (c.type !== 'commune' && c.typeVoie) {
@@ -305,8 +313,10 @@ async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<
   const liees = r.communes ? params.push(r.communes) : 0;
   const communes = liees ? `AND a.insee = ANY ($${liees}::text[])` : '';
   const correspond = r.texte ? '$2 <% a.recherche' : 'a.type_voie = $3';
-  const { rows } = await client.query<LigneLue>(
-    `WITH lieux AS (
+  // Prepared, one statement per form: planning it (about 1 ms) cost more than running it.
+  const { rows } = await client.query<LigneLue>({
+    name: `resoudre_adresse_${liees ? 'communes' : 'partout'}_${r.texte ? 'nom' : 'type'}`,
+    text: `WITH lieux AS (
        SELECT ${COLONNES}, a.type_voie, a.nom_norm, a.noms_alt
          FROM adresses a
         WHERE a.dataset = $1 AND a.type IN ('voie', 'lieu_dit') ${communes} AND ${correspond}
@@ -334,23 +344,37 @@ async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<
       WHERE a.dataset = $1 AND a.type = 'commune' AND a.cle_ban = ANY ($${liees}::text[])`
          : ''
      }`,
-    params,
-  );
+    values: params,
+  });
   return rows;
 }
 
 /** What a row read is compared on. */
 function compare(ligne: LigneLue): Compare {
-  const noms = ligne.nom_norm !== null ? [ligne.nom_norm.split(' ').filter(Boolean)] : [];
-  for (const alt of ligne.noms_alt ?? []) noms.push(alt.split(' '));
-  // A number's lieu-dit names it too (`22 Les Écus` for 22 Route de Cénac in the lieu-dit Les Écus).
-  if (ligne.type === 'numero' && ligne.lieu_dit) noms.push(normaliserNom(ligne.lieu_dit).mots);
+  const stockes =
+    ligne.nom_norm !== null
+      ? [ligne.nom_norm.split(' ').filter(Boolean), ...(ligne.noms_alt ?? []).map((alt) => alt.split(' '))]
+      : [];
+  let typeVoie = ligne.type_voie;
+  let noms = stockes;
+  let affiches = stockes;
+  if (ligne.type === 'numero') {
+    // A number found on its lieu-dit is shown by its street: its type and name are the street's, the lieu-dit's
+    // name only one more it answers to (`22 Les Écus` for 22 Route de Cénac in the lieu-dit Les Écus).
+    if (ligne.lieu?.startsWith('ld:')) {
+      const propre = normaliserNom(ligne.voie ?? '');
+      typeVoie = propre.type;
+      affiches = [propre.mots];
+    }
+    noms = ligne.lieu_dit ? [...affiches, normaliserNom(ligne.lieu_dit).mots] : affiches;
+  }
   return {
     type: ligne.type,
     numero: ligne.numero,
     suffixe: ligne.suffixe,
-    typeVoie: ligne.type_voie,
+    typeVoie,
     noms: noms.length > 0 ? noms : [[]],
+    affiches: affiches.length > 0 ? affiches : [[]],
     insee: ligne.insee,
     code_postal: ligne.code_postal,
     commune: ligne.commune,
@@ -358,19 +382,37 @@ function compare(ligne: LigneLue): Compare {
   };
 }
 
+/** How close the words of the name shown are to the query's, in their order: what tells `Vieux Ruisseau` from `Ruisseau Vieux`. */
+function ordre(requete: Requete, c: Compare): number {
+  const q = requete.mots.join(' ');
+  return Math.max(
+    ...(c.affiches ?? c.noms).map((mots) => {
+      const nom = mots.join(' ');
+      return 1 - distanceEdition(q, nom) / Math.max(1, q.length, nom.length);
+    }),
+  );
+}
+
 /** The rows read, scored: a street or place that has the asked number gives way to it. */
-function classer(requete: Requete, rows: LigneLue[]): Array<{ ligne: Ligne; score: number }> {
+function classer(requete: Requete, rows: LigneLue[]): Classe[] {
   const avecNumero = new Set(rows.filter((r) => r.origine === 'numero').map((r) => r.lieu));
   const vus = new Set<string>();
-  const scored: Array<{ ligne: Ligne; score: number }> = [];
+  const scored: Classe[] = [];
   for (const ligne of rows) {
     if (vus.has(ligne.cle_ban)) continue;
     vus.add(ligne.cle_ban);
     if (ligne.origine === 'lieu' && avecNumero.has(ligne.cle_ban)) continue;
-    const score = scorer(requete, compare(ligne));
-    if (score >= SCORE_MIN) scored.push({ ligne, score });
+    const c = compare(ligne);
+    const score = scorer(requete, c);
+    if (score >= SCORE_MIN) scored.push({ ligne, score, ordre: ordre(requete, c) });
   }
   return scored;
+}
+
+interface Classe {
+  ligne: Ligne;
+  score: number;
+  ordre: number;
 }
 
 /** The communes a search is bound to: those of the codes and of the commune named, within those of `code_postal`. */
@@ -408,28 +450,39 @@ export async function rechercher(
   if (!nom && !requete.type && !liees) return [];
   const numero = requete.numero;
   const type = requete.type;
-  const scored = await transaction(db, async (client) => {
-    // The trigram operator reads its threshold from a setting: set for this transaction only.
-    await client.query('SET TRANSACTION READ ONLY');
-    const seuil = async (s: number) =>
-      client.query(`SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, [String(s)]);
-    let found: Array<{ ligne: Ligne; score: number }> = [];
-    if (liees) {
-      await seuil(SEUIL_LIE);
-      found = classer(requete, await lire(client, dataset, { communes: liees, texte: nom, type, numero }));
-      if (found.some((f) => f.score >= SCORE_LIE)) return found;
-    }
-    // Everywhere (within code_postal): the name, and the commune's words when the commune named was not found.
-    const texte = [...distinctifs, ...(requete.commune?.mots ?? [])].join(' ') || nom;
-    if (!texte) return found;
-    await seuil(SEUIL_TRIGRAMMES);
-    const ailleurs = classer(requete, await lire(client, dataset, { communes: filtre, texte, type, numero }));
-    const deja = new Set(found.map((f) => f.ligne.cle_ban));
-    return [...found, ...ailleurs.filter((f) => !deja.has(f.ligne.cle_ban))];
-  });
+  const client = await db.connect();
+  let scored: Classe[];
+  try {
+    // The trigram operator reads its threshold from a setting: set for this transaction only, in the round trip that
+    // opens it.
+    await client.query(
+      `BEGIN READ ONLY; SET LOCAL pg_trgm.word_similarity_threshold = ${liees ? SEUIL_LIE : SEUIL_TRIGRAMMES}`,
+    );
+    scored = await (async () => {
+      let found: Classe[] = [];
+      if (liees) {
+        found = classer(requete, await lire(client, dataset, { communes: liees, texte: nom, type, numero }));
+        if (found.some((f) => f.score >= SCORE_LIE)) return found;
+      }
+      // Everywhere (within code_postal): the name, and the commune's words when the commune named was not found.
+      const texte = [...distinctifs, ...(requete.commune?.mots ?? [])].join(' ') || nom;
+      if (!texte) return found;
+      if (liees) await client.query(`SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
+      const ailleurs = classer(requete, await lire(client, dataset, { communes: filtre, texte, type, numero }));
+      const deja = new Set(found.map((f) => f.ligne.cle_ban));
+      return [...found, ...ailleurs.filter((f) => !deja.has(f.ligne.cle_ban))];
+    })();
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
   scored.sort(
     (a, b) =>
       b.score - a.score ||
+      b.ordre - a.ordre ||
       RANG_TYPE[a.ligne.type] - RANG_TYPE[b.ligne.type] ||
       a.ligne.libelle.localeCompare(b.ligne.libelle, 'fr') ||
       (a.ligne.cle_ban < b.ligne.cle_ban ? -1 : 1),

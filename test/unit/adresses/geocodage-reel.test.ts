@@ -1,13 +1,11 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../db/client.ts';
 import { importBan } from '../../../domain/adresses/import-ban.ts';
-import { estAdresseDeVoie, mesurerPrecision, type AdresseVente } from '../../../domain/adresses/precision.ts';
-import { formatOf } from '../../../domain/dvf/formats.ts';
+import { adressesDesFichiers, mesurerPrecision, type AdresseVente } from '../../../domain/adresses/precision.ts';
 import { createTestDb } from '../../support/db.ts';
 
 /**
@@ -42,54 +40,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The lines of a DVF file (plain or gzipped, UTF-8 or Windows-1252) as the importer's format reads them. */
-function lignesDvf(file: string) {
-  let bytes = readFileSync(file);
-  if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = gunzipSync(bytes);
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    text = new TextDecoder('windows-1252').decode(bytes);
-  }
-  const [entete, ...lignes] = text.split(/\r?\n/).filter(Boolean);
-  const format = formatOf(entete);
-  return lignes.flatMap((l, i) => {
-    const champs = format.split(l);
-    if (!champs || champs.length !== format.champs) return [];
-    try {
-      return [format.parse(champs, i + 2)];
-    } catch {
-      return [];
-    }
-  });
-}
-
-/** Every distinct street address of DVF files, as DVF writes it (the index as its letter: B, T, Q). */
-function adressesDvf(files: string[]): AdresseVente[] {
-  const lettres: Record<string, string> = { bis: 'B', ter: 'T', quater: 'Q' };
-  const vues = new Map<string, AdresseVente>();
-  for (const file of files) {
-    for (const l of lignesDvf(file)) {
-      const a: AdresseVente = {
-        numero: l.numero!,
-        suffixe: l.suffixe ? (lettres[l.suffixe] ?? l.suffixe.toUpperCase()) : null,
-        voie: l.voie!,
-        code_voie: l.codeVoie!,
-        code_postal: l.codePostal,
-        insee: l.insee,
-        commune: l.commune,
-        lat: l.lat,
-        lon: l.lon,
-      };
-      if (!estAdresseDeVoie(a)) continue;
-      const cle = [a.insee, a.numero, a.suffixe, a.voie, a.code_postal].join('|');
-      if (!vues.has(cle)) vues.set(cle, a);
-    }
-  }
-  return [...vues.values()];
-}
-
 describe('the street addresses of the real DVF sales of Paris 3e and 4e, against the real BAN of both', () => {
   it(
     `puts the street DVF attached first for 99.5 % of them, and for all whose only difficulty is the type abbreviation or the postal code${SKIP_PARIS}`,
@@ -101,7 +51,7 @@ describe('the street addresses of the real DVF sales of Paris 3e and 4e, against
       const report = await importBan(db, BAN_PARIS);
       expect(report.gardes).toBeGreaterThan(6000);
       const files = readdirSync(DVF_PARIS).map((f) => path.join(DVF_PARIS, f));
-      const adresses = adressesDvf(files);
+      const adresses = await adressesDesFichiers(files);
       expect(adresses.length).toBeGreaterThan(1000);
       const r = await mesurerPrecision(db, 'live', adresses);
       if (r.justes < r.adresses) console.log(r.manquees);
@@ -166,7 +116,7 @@ describe('the abbreviated street names of the other real DVF files (Hendaye, Abz
       timeout: 120_000,
     },
     async () => {
-      const adresses = adressesDvf(AUTRES_DVF).filter(
+      const adresses = (await adressesDesFichiers(AUTRES_DVF)).filter(
         (a) => TYPES_EN_ENTIER[a.voie.split(' ')[0]] && a.voie.includes(' '),
       );
       const header = 'id;id_fantoir;numero;rep;nom_voie;code_postal;code_insee;nom_commune;lon;lat;nom_afnor';
