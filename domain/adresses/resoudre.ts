@@ -52,13 +52,13 @@ const RechercheInputSchema = z.object({
     .min(3)
     .max(200)
     .describe(
-      'Adresse en texte libre (3-200 caractères) : « 12 rue de la Liberté Latresne » ; accents et fautes tolérés.',
+      'Adresse en texte libre (3-200 caractères) : « 12 rue de la Liberté Latresne », « 27 B BD DE CHARONNE 75011 PARIS » ; accents, abréviations et fautes tolérés.',
     ),
   code_postal: z
     .string()
     .regex(/^\d{5}$/, 'code postal de 5 chiffres')
     .optional()
-    .describe('Ne garde que les candidats de ce code postal.'),
+    .describe('Ne garde que les candidats des communes de ce code postal (un code INSEE est lu aussi).'),
   limite,
 });
 
@@ -565,9 +565,11 @@ const DESCRIPTION_COMMUNE = `**Candidats.** Un candidat est un numéro (\`numero
 
 const DESCRIPTION_RECHERCHE = `Géocodage d'une adresse en texte libre sur la Base Adresse Nationale : numéros, voies, lieux-dits et communes, du plus ressemblant au moins ressemblant.
 
-**Recherche.** Le texte est plié (minuscules, sans accents, ponctuation ignorée). Les voies, lieux-dits et communes sont trouvés par trigrammes (pg_trgm) sur leur nom, leur commune et leur code postal : une faute de frappe, une lettre inversée ou un accent manquant ne les perdent pas ; les mots que partagent la plupart des adresses (rue, avenue, chemin, de, la…) ne comptent que dans le score. Un numéro en tête de \`q\` (« 12 », « 12 bis », « 12b ») est cherché **exactement** sur les voies et lieux-dits trouvés : une voie qui l'a est remplacée par ce numéro, une voie qui ne l'a pas reste candidate. Un code postal écrit dans \`q\` compte dans le score ; le paramètre \`code_postal\` filtre.
+**Recherche.** \`q\` est lu comme l'écrivent les fichiers et les gens, avec la normalisation même de l'import de la BAN : majuscules, accents, tirets et apostrophes ignorés (« D AUMALE » = « d'Aumale », « ST LOUIS EN L ILE » = « Saint-Louis-en-l'Île ») ; types de voie écrits en entier ou abrégés comme l'AFNOR, le cadastre et DVF les abrègent (BD, BLD, AV, R, PL, PAS, IMP, VLA, CITE, SQ, QU, ALL, CHE, CHEM, RTE, FG, FBG, CRS, RPT, SEN, SENT, HAM, LD, ZA, ZI, RES, PRV, MTE…) ; ST, STE, FG et les titres abrégés (GAL, MAL, PDT, DR…) ; ordinaux et chiffres romains (1ER, IER, PREMIER = 1 ; HENRI IV = Henri 4). **Le type de voie compte** : un boulevard n'est pas une rue.
 
-**Score** (0-1, 3 décimales) = 0,8 × part de la requête retrouvée dans le candidat + 0,2 × part du candidat retrouvée dans la requête. Chaque mot de la requête est comparé aux mots du candidat (voie ou lieu-dit, commune, ancienne commune) par distance d'édition (une inversion de deux lettres compte pour une faute) et pèse sa longueur (les petits mots « de », « la »… pèsent 1) ; le numéro pèse 3 (trouvé : 1, autre indice de répétition : 0,8), un code postal aussi (égal ou non). 1 = identique. Les candidats sous 0,35 ne sont pas servis ; à score égal, les numéros passent avant les voies, les voies avant les lieux-dits et les communes.
+**Communes.** Un code postal ou un code INSEE écrit dans \`q\`, ou le nom d'une commune à la fin de \`q\` (à une faute près ; « Paris », « Paris 11e », une commune déléguée), **lie la recherche à ses communes** : leurs voies et lieux-dits y sont cherchés par trigrammes (pg_trgm : une faute de frappe, une lettre inversée ne les perdent pas). Les autres communes ne sont lues qu'à défaut, quand aucun candidat des communes liées n'atteint 0,7 ; hors des communes d'un code donné, leur score est multiplié par 0,8. Le paramètre \`code_postal\` filtre : seules les communes de ce code (postal, ou INSEE) sont lues. Un numéro en tête (« 12 », « 12 bis », « 12B », « 12 B BD … ») est cherché **exactement** sur les voies et lieux-dits trouvés : une voie qui l'a est remplacée par ce numéro, une voie qui ne l'a pas reste candidate.
+
+**Score** (0-1, 3 décimales) = 0,8 × part de la requête retrouvée dans le candidat + 0,2 × part du candidat retrouvée dans la requête. La requête compte son numéro (poids 3 : trouvé 1, autre indice de répétition 0,8 ; B, T, Q valent bis, ter, quater), son type de voie (3 : le même 1, un type voisin, chemin rural pour chemin, 0,5, un autre 0), chaque mot du nom (sa longueur, 1 pour « de », « la »…) comparé aux noms du candidat (nom BAN, nom AFNOR, alias, lieu-dit d'un numéro) par distance d'édition (une inversion de deux lettres est une faute ; un mot coupé, « HOSPIT » pour « Hospitalières », vaut 0,9), chaque code postal ou INSEE (3 : la commune du candidat l'a) et la commune nommée (4). Le candidat compte son type (3) et les mots du nom sous lequel il est servi. 1 = identique. Les candidats sous 0,3 ne sont pas servis ; à score égal, celui dont les mots sont dans l'ordre de la requête, puis les numéros avant les voies, les voies avant les lieux-dits et les communes.
 
 ${DESCRIPTION_COMMUNE} Une recherche du bac à sable qui ne trouve rien répond 403 \`hors_bac_a_sable\`, sauf si \`code_postal\` est celui d'une commune du bac à sable (liste vide) ; un \`code_postal\` hors de ces communes répond 403 d'emblée.`;
 
