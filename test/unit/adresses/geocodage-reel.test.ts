@@ -1,11 +1,20 @@
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../db/client.ts';
 import { importBan } from '../../../domain/adresses/import-ban.ts';
-import { adressesDesFichiers, mesurerPrecision, type AdresseVente } from '../../../domain/adresses/precision.ts';
+import {
+  adressesDesFichiers,
+  adressesDesVentes,
+  mesurerPrecision,
+  type AdresseVente,
+} from '../../../domain/adresses/precision.ts';
+import { importDvf } from '../../../domain/dvf/import.ts';
+import { fichiersDesChemins } from '../../../domain/import/cli.ts';
 import { createTestDb } from '../../support/db.ts';
 
 /**
@@ -28,11 +37,12 @@ const SKIP_PARIS = hasParis ? '' : ' (skipped: ../shared/data/ban absent)';
 const SKIP_AUTRES = hasAutres ? '' : ' (skipped: ../shared/data/dvf absent)';
 
 let db: Db;
+let url: string;
 let drop: () => Promise<void>;
 let dir: string;
 
 beforeAll(async () => {
-  ({ db, drop } = await createTestDb());
+  ({ db, url, drop } = await createTestDb());
   dir = await mkdtemp(path.join(tmpdir(), 'geocodage-reel-'));
 });
 afterAll(async () => {
@@ -65,6 +75,34 @@ describe('the street addresses of the real DVF sales of Paris 3e and 4e, against
         expect(types.get(type)?.adresses, type).toBeGreaterThan(0);
         expect(types.get(type)?.justes, type).toBe(types.get(type)?.adresses);
       }
+    },
+  );
+});
+
+describe('npm run precision-adresses, on the sales imported', () => {
+  it(
+    `geocodes the address of every sale of Paris 3e and 4e as DVF wrote it and reports the share on the right street, per type${SKIP_PARIS}`,
+    {
+      skip: !hasParis,
+      timeout: 180_000,
+    },
+    async () => {
+      await importBan(db, BAN_PARIS);
+      await importDvf(db, await fichiersDesChemins([DVF_PARIS], /\.csv(\.gz)?$/));
+      const adresses = await adressesDesVentes(db, 'live');
+      expect(adresses.length).toBeGreaterThan(2000);
+      expect(adresses.every((a) => a.suffixe === null || /^[A-Z]$/.test(a.suffixe))).toBe(true);
+      const { stdout } = await promisify(execFile)(process.execPath, ['scripts/precision-adresses.ts'], {
+        env: { ...process.env, DATABASE_URL: url },
+      });
+      const toutes = /\| \*\*toutes\*\* \| (\d+) \| \*\*(\d+) \(/.exec(stdout);
+      expect(toutes, stdout).not.toBeNull();
+      expect(Number(toutes![1])).toBe(adresses.length);
+      expect(Number(toutes![2]) / Number(toutes![1])).toBeGreaterThanOrEqual(0.995);
+      expect(stdout).toMatch(/^\| boulevard \| \d+ \| \d+ \(100\.00 %\) \|$/m);
+      expect(stdout).toMatch(
+        /^\| dont seule difficulté l’abréviation du type ou le code postal \| (\d+) \| \1 \(100\.00 %\) \|$/m,
+      );
     },
   );
 });
