@@ -16,6 +16,7 @@
  */
 import { createWriteStream, existsSync, readdirSync } from 'node:fs';
 import { once } from 'node:events';
+import os from 'node:os';
 import path from 'node:path';
 import { createDb, type Db } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
@@ -109,6 +110,8 @@ interface Echantillon {
   cle: string;
   saisie: string;
   dvf: string;
+  /** Number and street alone: no commune, no code; the whole base is searched. */
+  seule: string;
   lat: number;
   lon: number;
 }
@@ -243,6 +246,7 @@ async function generer(
             cle: id,
             saisie: typo(h, `${numero}${bis ? ' bis' : ''} ${nom} ${commune.nom}`),
             dvf: `${numero}${bis ? ' B' : ''} ${commeDvf(nom)} ${cp} ${sansAccents(commune.nom).toUpperCase()}`,
+            seule: sansAccents(`${numero} ${nom}`).toLowerCase(),
             lat,
             lon,
           });
@@ -291,6 +295,7 @@ interface Palier {
   saisie: Latences & { premier: number };
   dvf: Latences & { premier: number };
   texte: Latences;
+  seule: Latences;
   inverse: Latences & { plusProche: number };
   reel: (Latences & { justes: number; adresses: number }) | null;
 }
@@ -303,10 +308,10 @@ async function mesurer(db: Db, h: Hasard, picked: Echantillon[], reelles: string
     await resoudreAdresse.handler({ q: s.dvf, limite: 5 }, ctx);
     await resoudreAdresseInverse.handler({ lat: s.lat, lon: s.lon, limite: 5 }, ctx);
   }
-  const forme = async (q: (s: Echantillon) => string) => {
+  const forme = async (q: (s: Echantillon) => string, n = picked.length) => {
     const durees: number[] = [];
     let premier = 0;
-    for (const s of picked) {
+    for (const s of picked.slice(0, n)) {
       const start = performance.now();
       const out = await resoudreAdresse.handler({ q: q(s), limite: 5 }, ctx);
       durees.push(performance.now() - start);
@@ -316,6 +321,7 @@ async function mesurer(db: Db, h: Hasard, picked: Echantillon[], reelles: string
   };
   const saisie = await forme((s) => s.saisie);
   const dvf = await forme((s) => s.dvf);
+  const seule = await forme((s) => s.seule, QUERIES / 5);
   const inverse: number[] = [];
   let plusProche = 0;
   for (const s of picked) {
@@ -338,6 +344,7 @@ async function mesurer(db: Db, h: Hasard, picked: Echantillon[], reelles: string
     saisie: { ...latences(saisie.durees), premier: saisie.premier },
     dvf: { ...latences(dvf.durees), premier: dvf.premier },
     texte: latences([...saisie.durees, ...dvf.durees]),
+    seule: latences(seule.durees),
     inverse: { ...latences(inverse), plusProche: plusProche / picked.length },
     reel: reelles.length ? latences(reel) : null,
   };
@@ -411,7 +418,7 @@ try {
 
   const dernier = paliers.at(-1)!;
   const ligne = (p: Palier) =>
-    `| ${p.lignes.toLocaleString('en')} | ${p.voies.toLocaleString('en')} | ${Math.round(p.lusParS).toLocaleString('en')} | ${ms(p.saisie.p50)} / ${ms(p.saisie.p95)} | ${ms(p.dvf.p50)} / ${ms(p.dvf.p95)} | ${ms(p.texte.p95)} | ${p.reel ? `${ms(p.reel.p50)} / ${ms(p.reel.p95)}` : '-'} | ${ms(p.inverse.p50)} / ${ms(p.inverse.p95)} |`;
+    `| ${p.lignes.toLocaleString('en')} | ${p.voies.toLocaleString('en')} | ${Math.round(p.lusParS).toLocaleString('en')} | ${ms(p.saisie.p50)} / ${ms(p.saisie.p95)} | ${ms(p.dvf.p50)} / ${ms(p.dvf.p95)} | ${ms(p.texte.p95)} | ${p.reel ? `${ms(p.reel.p50)} / ${ms(p.reel.p95)}` : '-'} | ${ms(p.inverse.p50)} / ${ms(p.inverse.p95)} | ${ms(p.seule.p50)} / ${ms(p.seule.p95)} |`;
   // p95 = a × size^b through the first and last sizes, carried to the national base.
   const premier = paliers[0];
   const pente =
@@ -422,13 +429,16 @@ try {
   const rapport = dernier.reel ? dernier.reel.p95 / dernier.texte.p95 : null;
   await writeSection(
     'Address base',
-    `Machine: ${machine()}, ${database.label}.
+    `Machine: ${machine()}, ${database.label}; load average at the end of the run (1 / 5 / 15 min): ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')} (the machine is shared: other work ran meanwhile).
 Generated BAN files (seed ${SEED}, bench/noms-de-voies.ts): the real communes of whole départements (${DEPARTEMENTS.slice(0, 3).join(', ')}…, cities by arrondissement), one file a département, addresses in proportion to population, streets named as France names them (types, the names every village has, famous people, saints, dates, other communes, frequent first names and surnames, lieux-dits, same-name streets of different types); one line in a thousand without coordinates (rejected). Imported as \`npm run import -- ban <dossier>\` does. ${reel ? `Beside them, the real BAN of Paris 3e-4e (6,478 addresses) and the ${dernier.reel!.adresses} street addresses of the real DVF sales there (2024-2025), written as DVF writes them.` : 'The real data (../shared/data) was absent: no real-data column.'}
 
 \`resoudre_adresse\` through its handlers, one client, one call at a time, ${QUERIES} generated addresses per form (each query once: nothing cached), milliseconds p50 / p95:
 
-| lines | streets | import lines/s | text, typed (lower case, no accent, one typo) | text, as DVF writes it (\`12 B BD X 33000 BORDEAUX\`) | text p95, both | real DVF addresses, Paris 3e-4e | reverse, ~25 m from a number |
-| --- | --- | --- | --- | --- | --- | --- | --- |
+| lines | streets | import lines/s | text, typed (lower case, no accent, one typo) | text, as DVF writes it (\`12 B BD X 33000 BORDEAUX\`) | text p95, both | real DVF addresses, Paris 3e-4e | reverse, ~25 m from a number | text without commune nor code (${QUERIES / 5}) |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${paliers.map(ligne).join('\n')}
 
 At ${dernier.lignes.toLocaleString('en')} lines: expected number first ${(dernier.saisie.premier * 100).toFixed(1)} % typed, ${(dernier.dvf.premier * 100).toFixed(1)} % as DVF writes it; reverse nearest first ${(dernier.inverse.plusProche * 100).toFixed(1)} %; text max ${ms(Math.max(dernier.saisie.max, dernier.dvf.max))} ms, reverse max ${ms(dernier.inverse.max)} ms.${dernier.reel ? ` Real DVF addresses: the street DVF attached first for ${dernier.reel.justes} of ${dernier.reel.adresses} (${((dernier.reel.justes / dernier.reel.adresses) * 100).toFixed(1)} %); real p95 / benchmark p95 = **${rapport!.toFixed(2)}** (within a factor of 2: ${rapport! <= 2 && rapport! >= 0.5 ? 'yes' : 'NO'}).` : ''} Peak RSS of the process: ${Math.round(peakRss / 2 ** 20)} MiB.
@@ -437,7 +447,7 @@ At ${dernier.lignes.toLocaleString('en')} lines: expected number first ${(dernie
 | --- | --- |
 | ${dernier.lignes.toLocaleString('en')} lines, last stage | ${dernier.importS.toFixed(1)} s, **${Math.round(dernier.lusParS).toLocaleString('en')} lines/s** |
 ${idempotent}
-**Growth and the national base.** ${paliers.length > 1 ? `Text p95 grows as size^${pente.toFixed(2)} from ${premier.lignes.toLocaleString('en')} to ${dernier.lignes.toLocaleString('en')} lines; carried to the national BAN's 26 million: about ${ms(national)} ms.` : 'One size measured (BENCH_ADRESSES_PALIERS gives the growth).'} Why it holds: a query that gives a postal or INSEE code, or names its commune, is bound to those communes; its streets are found by one GIN index scan over (commune, trigrams) (\`adresses_recherche\`, db/migrations/015_adresses_normalisees.sql), which crosses the posting list of each trigram with the commune's: the cost follows the number of streets of the communes asked (a few hundred; Paris's 6,000 when a query says only "Paris"), not the size of the base, and common trigrams (\`rue\`, \`de\`, \`saint\`) are never read through. Only a query whose commune is neither given nor recognised searches the whole base by trigrams, types and common words left out. The reverse search walks the GiST index of positions nearest first.`,
+**Growth and the national base.** ${paliers.length > 1 ? `Text p95 grows as size^${pente.toFixed(2)} from ${premier.lignes.toLocaleString('en')} to ${dernier.lignes.toLocaleString('en')} lines; carried to the national BAN's 26 million: about ${ms(national)} ms.` : 'One size measured (BENCH_ADRESSES_PALIERS gives the growth).'} Why it holds: a query that gives a postal or INSEE code, or names its commune, is bound to those communes; its streets are found by one GIN index scan over (commune, trigrams) (\`adresses_recherche\`, db/migrations/015_adresses_normalisees.sql), which crosses the posting list of each trigram with the commune's: the cost follows the number of streets of the communes asked (a few hundred; Paris's 6,000 when a query says only "Paris"), not the size of the base, and common trigrams (\`rue\`, \`de\`, \`saint\`) are never read through. Only a query whose commune is neither given nor recognised searches the whole base by trigrams, types and common words left out (last column: it grows with the base; at the national size, a per-département partition of \`adresses\` would bound it as the communes bound the others). The reverse search walks the GiST index of positions nearest first.`,
   );
 } finally {
   await db.end();
