@@ -16,7 +16,7 @@ ALTER TABLE adresses
   ADD COLUMN nom_norm text,
   -- The other forms of the name that say more: the BAN's nom_afnor (abbreviated to 32 characters) and alias.
   ADD COLUMN noms_alt text[],
-  -- What the trigram index reads: type, name, other forms, commune.
+  -- What the search indexes read: type, name and other forms (not the commune: the search binds communes apart).
   ADD COLUMN recherche text;
 
 -- Streets and lieux-dits by commune and trigrams in one index scan: a search bound to the communes of a postal code
@@ -26,6 +26,11 @@ ALTER TABLE adresses
 CREATE INDEX adresses_recherche ON adresses USING gin (insee, recherche gin_trgm_ops)
   WHERE type IN ('voie', 'lieu_dit');
 
--- Replaced by the index above.
+-- The same streets and places by the words of their text, written exactly: a search of the whole base (no commune
+-- given nor recognised) reads the posting lists of its words, not those of their trigrams, which are everywhere.
+CREATE INDEX adresses_recherche_mots ON adresses USING gin (to_tsvector('simple', recherche))
+  WHERE type IN ('voie', 'lieu_dit');
+
+-- Replaced by the indexes above.
 DROP INDEX adresses_texte_trgm_hors_numeros;
 DROP FUNCTION svc_texte_adresse(text, text, text, text);

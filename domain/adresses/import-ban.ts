@@ -89,14 +89,14 @@ interface Staged {
  * The stored forms of a name (normaliser.ts), for the last name seen: the lines of a street follow each other, its
  * name is normalised once.
  */
-function memoire(): (nom: string, autres: Array<string | null>, commune: string) => NomIndexe {
+function memoire(): (nom: string, autres: Array<string | null>) => NomIndexe {
   let cle = '';
   let dernier: NomIndexe | null = null;
-  return (nom, autres, commune) => {
-    const k = `${nom}\u0000${autres.join('\u0000')}\u0000${commune}`;
+  return (nom, autres) => {
+    const k = `${nom}\u0000${autres.join('\u0000')}`;
     if (k !== cle || !dernier) {
       cle = k;
-      dernier = indexerNom(nom, autres, commune);
+      dernier = indexerNom(nom, autres);
     }
     return dernier;
   };
@@ -156,9 +156,9 @@ function stage(get: (name: string) => string | null, ligne: number): Staged | st
     .filter((p) => PARCELLE.test(p));
   const numeroLabel = suffixe ? `${numero} ${suffixe}` : String(numero);
   // The aliases of a street are separated by `|` when it has several.
-  const nom = nomDeVoie(voie, [get('nom_afnor'), ...(get('alias')?.split('|') ?? [])], nomCommune);
+  const nom = nomDeVoie(voie, [get('nom_afnor'), ...(get('alias')?.split('|') ?? [])]);
   const lieuDit = get('nom_ld');
-  const ld = lieuDit ? nomDeLieuDit(lieuDit, [], nomCommune) : null;
+  const ld = lieuDit ? nomDeLieuDit(lieuDit, []) : null;
   const fantoir = ID_FANTOIR.exec(get('id_fantoir') ?? '');
   return {
     ligne,

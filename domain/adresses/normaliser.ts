@@ -288,12 +288,16 @@ export interface NomIndexe {
   nom_norm: string;
   /** The other forms of the name that say more (`nom_afnor`, `alias`), canonical, without their type. */
   noms_alt: string[];
-  /** What the trigram index reads: type, name, other forms and commune, canonical words. */
+  /**
+   * What the search indexes read: type, name and other forms, canonical words. Not the commune: the search is bound
+   * to communes apart, and a commune's name in every one of its streets would make them all look like a street
+   * named after it (`Rue de Lille` searched in Saint-André and Lille).
+   */
   recherche: string;
 }
 
-/** The stored forms of a name, its other forms (abbreviated AFNOR name, aliases) and its commune. */
-export function indexerNom(nom: string, autres: Array<string | null>, commune: string): NomIndexe {
+/** The stored forms of a name and of its other forms (abbreviated AFNOR name, aliases). */
+export function indexerNom(nom: string, autres: Array<string | null>): NomIndexe {
   const principal = normaliserNom(nom);
   const nomNorm = principal.mots.join(' ');
   const alt = new Set<string>();
@@ -307,6 +311,6 @@ export function indexerNom(nom: string, autres: Array<string | null>, commune: s
     type_voie: principal.type,
     nom_norm: nomNorm,
     noms_alt,
-    recherche: [principal.type, nomNorm, ...noms_alt, ...normaliserTexte(commune)].filter(Boolean).join(' '),
+    recherche: [principal.type, nomNorm, ...noms_alt].filter(Boolean).join(' '),
   };
 }

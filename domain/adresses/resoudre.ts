@@ -10,9 +10,12 @@ import { analyserRequete, communesDuCode, type Requete } from './requete.ts';
 
 /**
  * resoudre_adresse: geocoding over the address base (BAN numbers, streets, lieux-dits, communes) of the caller's
- * dataset. Text search finds streets, places and communes by trigrams (accents and typos tolerated), then the asked
- * number on the streets found; candidates are ranked by a word-level score computed here. The reverse search reads
- * the nearest rows around a point through the earthdistance index.
+ * dataset. The query is read with the normalisation of the import (normaliser.ts, requete.ts): number, street type,
+ * name, postal or INSEE codes, commune named. The text search is bound to the communes of those codes and of that
+ * name: their streets and places found by trigrams (accents and typos tolerated) in one index scan over commune and
+ * trigrams, then the asked number on them; the whole base only when nothing good is found there. Candidates are
+ * ranked by a word-level score computed here, where the street type counts. The reverse search reads the nearest rows
+ * around a point through the earthdistance index.
  */
 
 type TypeAdresse = 'numero' | 'voie' | 'lieu_dit' | 'commune';
@@ -20,6 +23,8 @@ type TypeAdresse = 'numero' | 'voie' | 'lieu_dit' | 'commune';
 // Streets and places read before ranking: enough for the right one to be among them when many names look alike to
 // trigrams (`rue de la liberte` is in every other commune).
 const LIEUX_LUS = 40;
+// Streets and places read, unsorted, when the whole base is searched by the words of the name.
+const LIEUX_LUS_MOTS = 200;
 // pg_trgm word similarity the query's name must reach against a street's or place's indexed text: in the communes the
 // query names, and everywhere.
 const SEUIL_LIE = 0.3;
@@ -298,7 +303,11 @@ interface LigneLue extends Ligne {
 interface Recherche {
   /** Communes searched (INSEE codes); null: all. */
   communes: string[] | null;
-  /** Words looked up by trigrams; empty: the streets of `type` in the communes. */
+  /**
+   * How streets and places are found: by trigrams of `texte` (typos tolerated, the nearest first), by its words
+   * written exactly (any order: what the whole base can afford), or as the streets of `type` in the communes.
+   */
+  mode: 'trigrammes' | 'mots' | 'type';
   texte: string;
   type: string | null;
   numero: number | null;
@@ -312,18 +321,30 @@ async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<
   const params: unknown[] = [dataset, r.texte, r.type, r.numero];
   const liees = r.communes ? params.push(r.communes) : 0;
   const communes = liees ? `AND a.insee = ANY ($${liees}::text[])` : '';
-  const correspond = r.texte ? '$2 <% a.recherche' : 'a.type_voie = $3';
+  const correspond = {
+    trigrammes: '$2 <% a.recherche',
+    mots: `to_tsvector('simple', a.recherche) @@ plainto_tsquery('simple', $2)`,
+    type: 'a.type_voie = $3',
+  }[r.mode];
+  // Among equals, the asked type, then the shorter label: fewer words the query did not ask for. Streets found by
+  // their words are not sorted: the first LIEUX_LUS_MOTS the index gives are ranked here (sorting every `Rue de la
+  // Gare` of France would read them all).
+  const ordre =
+    r.mode === 'mots'
+      ? `LIMIT ${LIEUX_LUS_MOTS}`
+      : `ORDER BY word_similarity($2, a.recherche) DESC, a.type_voie IS NOT DISTINCT FROM $3 DESC, length(a.libelle),
+                 a.cle_ban
+        LIMIT ${LIEUX_LUS}`;
   // Prepared, one statement per form: planning it (about 1 ms) cost more than running it.
   const { rows } = await client.query<LigneLue>({
-    name: `resoudre_adresse_${liees ? 'communes' : 'partout'}_${r.texte ? 'nom' : 'type'}`,
-    text: `WITH lieux AS (
+    name: `resoudre_adresse_${liees ? 'communes' : 'partout'}_${r.mode}`,
+    // The parameters' types, whichever of them the form reads.
+    text: `WITH demande AS (SELECT $2::text AS texte, $3::text AS type_voie, $4::int AS numero),
+     lieux AS (
        SELECT ${COLONNES}, a.type_voie, a.nom_norm, a.noms_alt
          FROM adresses a
         WHERE a.dataset = $1 AND a.type IN ('voie', 'lieu_dit') ${communes} AND ${correspond}
-        -- Among equals, the asked type, then the shorter label: fewer words the query did not ask for.
-        ORDER BY word_similarity($2, a.recherche) DESC, a.type_voie IS NOT DISTINCT FROM $3 DESC, length(a.libelle),
-                 a.cle_ban
-        LIMIT ${LIEUX_LUS}),
+        ${ordre}),
      numeros AS (
        SELECT l.cle_ban AS lieu, ${COLONNES}, l.type_voie, l.nom_norm, l.noms_alt
          FROM lieux l
@@ -461,14 +482,24 @@ export async function rechercher(
     scored = await (async () => {
       let found: Classe[] = [];
       if (liees) {
-        found = classer(requete, await lire(client, dataset, { communes: liees, texte: nom, type, numero }));
+        const mode = nom ? 'trigrammes' : 'type';
+        found = classer(requete, await lire(client, dataset, { communes: liees, mode, texte: nom, type, numero }));
         if (found.some((f) => f.score >= SCORE_LIE)) return found;
       }
-      // Everywhere (within code_postal): the name, and the commune's words when the commune named was not found.
-      const texte = [...distinctifs, ...(requete.commune?.mots ?? [])].join(' ') || nom;
-      if (!texte) return found;
-      if (liees) await client.query(`SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
-      const ailleurs = classer(requete, await lire(client, dataset, { communes: filtre, texte, type, numero }));
+      // Everywhere (within code_postal): the streets and places that have every word of the name, written as asked;
+      // when none, by trigrams of the name (misspelt, or followed by a commune not recognised).
+      if (!nom) return found;
+      let ailleurs = classer(
+        requete,
+        await lire(client, dataset, { communes: filtre, mode: 'mots', texte: nom, type, numero }),
+      );
+      if (ailleurs.length === 0) {
+        if (liees) await client.query(`SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
+        ailleurs = classer(
+          requete,
+          await lire(client, dataset, { communes: filtre, mode: 'trigrammes', texte: nom, type, numero }),
+        );
+      }
       const deja = new Set(found.map((f) => f.ligne.cle_ban));
       return [...found, ...ailleurs.filter((f) => !deja.has(f.ligne.cle_ban))];
     })();
