@@ -320,7 +320,9 @@ interface Recherche {
 async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<LigneLue[]> {
   const params: unknown[] = [dataset, r.texte, r.type, r.numero];
   const liees = r.communes ? params.push(r.communes) : 0;
-  const communes = liees ? `AND a.insee = ANY ($${liees}::text[])` : '';
+  // As adresses_recherche keys them (db/migrations/015_adresses_normalisees.sql).
+  const cles = liees ? params.push(r.communes!.map((insee) => `${dataset}:${insee}`)) : 0;
+  const communes = liees ? `AND (a.dataset || ':' || a.insee) = ANY ($${cles}::text[])` : '';
   const correspond = {
     trigrammes: '$2 <% a.recherche',
     mots: `to_tsvector('simple', a.recherche) @@ plainto_tsquery('simple', $2)`,
@@ -335,7 +337,7 @@ async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<
       : `ORDER BY word_similarity($2, a.recherche) DESC, a.type_voie IS NOT DISTINCT FROM $3 DESC, length(a.libelle),
                  a.cle_ban
         LIMIT ${LIEUX_LUS}`;
-  // Prepared, one statement per form: planning it (about 1 ms) cost more than running it.
+  // Prepared, one statement per form (rechercher() says how they are planned).
   const { rows } = await client.query<LigneLue>({
     name: `resoudre_adresse_${liees ? 'communes' : 'partout'}_${r.mode}`,
     // The parameters' types, whichever of them the form reads.
@@ -475,9 +477,13 @@ export async function rechercher(
   let scored: Classe[];
   try {
     // The trigram operator reads its threshold from a setting: set for this transaction only, in the round trip that
-    // opens it.
+    // opens it. Generic plans: the statements of lire() are planned once per connection, their parameters unknown,
+    // and read a bound search's streets through the communes' keys of adresses_recherche. A plan made for each
+    // query's values took, now and then, a trigram's matches in the whole base instead (pg_trgm's estimate of a
+    // name's matches can be off by hundreds): a cost that grew with the base, and a millisecond of planning each time.
     await client.query(
-      `BEGIN READ ONLY; SET LOCAL pg_trgm.word_similarity_threshold = ${liees ? SEUIL_LIE : SEUIL_TRIGRAMMES}`,
+      `BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan;
+       SET LOCAL pg_trgm.word_similarity_threshold = ${liees ? SEUIL_LIE : SEUIL_TRIGRAMMES}`,
     );
     scored = await (async () => {
       let found: Classe[] = [];
@@ -531,15 +537,17 @@ export async function inverser(
 ): Promise<Candidat[]> {
   // The cube distance (`<->`, a chord) orders like the great-circle one and walks the GiST index nearest first; a
   // few more rows than asked let equal distances be reordered by type.
-  const { rows } = await db.query<Ligne & { distance: number }>(
-    `SELECT ${COLONNES}, earth_distance(ll_to_earth($2, $3), ll_to_earth(a.lat, a.lon)) AS distance
+  // Prepared: planning it cost as much as running it.
+  const { rows } = await db.query<Ligne & { distance: number }>({
+    name: 'resoudre_adresse_inverse',
+    text: `SELECT ${COLONNES}, earth_distance(ll_to_earth($2, $3), ll_to_earth(a.lat, a.lon)) AS distance
        FROM adresses a
       WHERE a.dataset = $1 AND a.type <> 'commune'
         AND earth_box(ll_to_earth($2, $3), $4) @> ll_to_earth(a.lat, a.lon)
       ORDER BY ll_to_earth(a.lat, a.lon) <-> ll_to_earth($2, $3)
       LIMIT $5`,
-    [dataset, lat, lon, RAYON_INVERSE_M, max + 20],
-  );
+    values: [dataset, lat, lon, RAYON_INVERSE_M, max + 20],
+  });
   return rows
     .map((ligne) => ({ ligne, distance: Math.round(ligne.distance) }))
     .filter((r) => r.distance <= RAYON_INVERSE_M)
