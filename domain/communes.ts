@@ -58,6 +58,7 @@ const OUTRE_MER = new Set(['971', '972', '973', '974', '976']);
 const COLLECTIVITES_OUTRE_MER = new Set(['975', '977', '978', '984', '986', '987', '988', '989']);
 
 let byCode: Map<string, Commune> | undefined;
+let anciennes: Array<{ nom: string; commune: string }> = [];
 
 // The file is 8 MB: it is read on first use only, and only the fields we serve are kept.
 function load(): Map<string, Commune> {
@@ -66,8 +67,13 @@ function load(): Map<string, Commune> {
   const path = require.resolve(`${DECOUPAGE}/data/communes.json`);
   const rows = JSON.parse(readFileSync(path, 'utf8')) as CommuneDecoupage[];
   const map = new Map<string, Commune>();
+  const autres: typeof anciennes = [];
   for (const row of rows) {
-    if (!estCommuneServie(row) || !row.departement || !row.region) continue;
+    if (!estCommuneServie(row)) {
+      if (row.chefLieu) autres.push({ nom: row.nom, commune: row.chefLieu });
+      continue;
+    }
+    if (!row.departement || !row.region) continue;
     map.set(row.code, {
       code: row.code,
       nom: row.nom,
@@ -79,7 +85,19 @@ function load(): Map<string, Commune> {
     });
   }
   byCode = map;
+  anciennes = autres.filter((a) => map.has(a.commune));
   return map;
+}
+
+/** Every served commune (current communes and municipal arrondissements). */
+export function toutesLesCommunes(): Iterable<Commune> {
+  return load().values();
+}
+
+/** Delegated and associated communes by their name, each with the served commune it now belongs to. */
+export function anciennesCommunes(): ReadonlyArray<{ nom: string; commune: string }> {
+  load();
+  return anciennes;
 }
 
 /** Whether a string has the shape of an INSEE commune code (not whether the commune exists). */

@@ -6,7 +6,13 @@ import { dpeSource } from '../domain/dpe/import.ts';
 import { dvfSource } from '../domain/dvf/import.ts';
 import { bodaccSource } from '../domain/entreprises/import-bodacc.ts';
 import { sireneSource } from '../domain/entreprises/import-sirene.ts';
-import { avecBaseDeDonnees, codeDeSortie, lireArguments, sortirAvecUsage } from '../domain/import/cli.ts';
+import {
+  avecBaseDeDonnees,
+  codeDeSortie,
+  fichiersDesChemins,
+  lireArguments,
+  sortirAvecUsage,
+} from '../domain/import/cli.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
 import { clearDemonstration } from '../domain/sandbox/load.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
@@ -15,9 +21,10 @@ import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.
 import { exitWith } from './exit.ts';
 
 /**
- * The importers' CLI: `npm run import -- <source> <chemin> [--sandbox] [--base-url URL]`. It writes into the
- * database of DATABASE_URL, else into the embedded server of DATA_DIR (the running one, or one started for the time
- * of the import), migrated first.
+ * The importers' CLI: `npm run import -- <source> <chemin…> [--sandbox] [--base-url URL]`. A source published in
+ * pieces (DVF, BAN) takes several paths, folders and globs, in one import. It writes into the database of
+ * DATABASE_URL, else into the embedded server of DATA_DIR (the running one, or one started for the time of the
+ * import), migrated first.
  */
 
 /** One entry per importer; adding a source is adding it to this list. */
@@ -35,7 +42,10 @@ const SOURCES: Record<string, ImportSource> = Object.fromEntries(
   ].map((source) => [source.name, source]),
 );
 
-const USAGE = `Usage : npm run import -- <source> <chemin> [--sandbox] [--base-url URL]
+const USAGE = `Usage : npm run import -- <source> <chemin…> [--sandbox] [--base-url URL]
+
+DVF et BAN, publiés par morceaux (commune, département, année), prennent plusieurs fichiers, un dossier (ses
+fichiers .csv, .csv.gz, à toute profondeur) ou un motif : npm run import -- dvf dvf-2024/ ; npm run import -- ban 'ban/adresses-*.csv.gz'
 
 Sources :
 ${Object.entries(SOURCES)
@@ -82,30 +92,35 @@ async function main(): Promise<number> {
   );
   const [name, chemin, ...extra] = parsed.positionals;
   if (!name || !chemin) usage('source et chemin attendus.');
-  if (extra.length > 0) usage(`argument en trop : ${extra.join(' ')}`);
   const source = SOURCES[name];
   if (!source) usage(`source inconnue « ${name} » (connues : ${Object.keys(SOURCES).join(', ')}).`);
+  if (extra.length > 0 && !source.morceaux) usage(`argument en trop : ${extra.join(' ')}`);
   const fullPath = path.resolve(chemin);
   // Said before any database is started: the most frequent mistake costs nothing. `-` stands for data that comes
   // with the sources' own packages (communes).
-  if (chemin !== '-' && !existsSync(fullPath)) throw new ImportError(`chemin introuvable : ${fullPath}`);
+  const fichiers = source.morceaux ? await fichiersDesChemins([chemin, ...extra], source.morceaux.fichiers) : null;
+  if (!fichiers && chemin !== '-' && !existsSync(fullPath)) throw new ImportError(`chemin introuvable : ${fullPath}`);
+  if (fichiers && fichiers.length > 1) console.log(`${fichiers.length} fichiers à importer.`);
 
   const tty = process.stderr.isTTY;
   let last = 0;
   return avecBaseDeDonnees(async (db) => {
     // Real data never meets the demonstration data of the embedded default: an import into live removes it first.
     if (!parsed.values.sandbox) await clearDemonstration(db, (line) => console.log(line));
-    const report = await source
-      .run(db, chemin === '-' ? '-' : fullPath, {
-        sandbox: parsed.values.sandbox,
-        baseUrl: parsed.values['base-url'],
-        onProgress: ({ lus, gardes }) => {
-          if (!tty || Date.now() - last < 200) return;
-          last = Date.now();
-          process.stderr.write(`\r${name} : ${lus} lus, ${gardes} gardés…`);
-        },
-      })
-      .finally(() => tty && process.stderr.write('\r\x1b[K'));
+    const options = {
+      sandbox: parsed.values.sandbox,
+      baseUrl: parsed.values['base-url'],
+      onProgress: ({ lus, gardes }: { lus: number; gardes: number }) => {
+        if (!tty || Date.now() - last < 200) return;
+        last = Date.now();
+        process.stderr.write(`\r${name} : ${lus} lus, ${gardes} gardés…`);
+      },
+    };
+    const report = await (
+      source.morceaux && fichiers && fichiers.length > 1
+        ? source.morceaux.run(db, fichiers, options)
+        : source.run(db, fichiers ? fichiers[0] : chemin === '-' ? '-' : fullPath, options)
+    ).finally(() => tty && process.stderr.write('\r\x1b[K'));
     printReport(name, report, parsed.values.sandbox ? 'bac à sable' : 'live');
     return 0;
   });

@@ -1,9 +1,11 @@
+import path from 'node:path';
 import type { PoolClient } from 'pg';
 import type { Db } from '../../db/client.ts';
 import { communeByCode, isInseeCode } from '../communes.ts';
 import { attachBanKeys } from '../dvf/import.ts';
 import { colonnesDe, csvRecords, lecteurDe, lignesDeDonnees } from '../import/csv.ts';
 import { parLots } from '../import/ecriture.ts';
+import { indexerNom, type NomIndexe } from './normaliser.ts';
 import {
   exigerFichier,
   ImportError,
@@ -47,6 +49,8 @@ const REQUIRED = ['id', 'numero', 'nom_voie', 'code_insee', 'nom_commune', 'lon'
 // `33234_0160_00012`, `33234_0160_00012_bis`, `33001_b012_00006`, pseudo street codes of 6 characters.
 const NUMBER_ID = /^((?:\d{2}|2[ab])\d{3})_([0-9a-z]{4,6})_(\d{5})(?:_([0-9a-z]+))?$/i;
 const PARCELLE = /^(?:\d{2}|2[AB])\d{3}[0-9]{3}[0-9A-Z]{2}\d{4}$/;
+// `75104_8316`: the FANTOIR code of the street, when the BAN knows it (some files add the RIVOLI key letter).
+const ID_FANTOIR = /^(?:\d{2}|2[ab])\d{3}_([0-9a-z]{4})[a-z]?$/i;
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Reading.
@@ -72,7 +76,33 @@ interface Staged {
   type_position: string | null;
   parcelles: string;
   certification: boolean | null;
+  type_voie: string | null;
+  nom_norm: string;
+  noms_alt: string;
+  recherche: string;
+  ld_type: string | null;
+  ld_nom: string | null;
+  ld_recherche: string | null;
 }
+
+/**
+ * The stored forms of a name (normaliser.ts), for the last name seen: the lines of a street follow each other, its
+ * name is normalised once.
+ */
+function memoire(): (nom: string, autres: Array<string | null>) => NomIndexe {
+  let cle = '';
+  let dernier: NomIndexe | null = null;
+  return (nom, autres) => {
+    const k = `${nom}\u0000${autres.join('\u0000')}`;
+    if (k !== cle || !dernier) {
+      cle = k;
+      dernier = indexerNom(nom, autres);
+    }
+    return dernier;
+  };
+}
+const nomDeVoie = memoire();
+const nomDeLieuDit = memoire();
 
 function columnsOf(header: string[]): Map<string, number> {
   const columns = colonnesDe(header.map((n) => n.toLowerCase()));
@@ -125,16 +155,22 @@ function stage(get: (name: string) => string | null, ligne: number): Staged | st
     .map((p) => p.trim().toUpperCase())
     .filter((p) => PARCELLE.test(p));
   const numeroLabel = suffixe ? `${numero} ${suffixe}` : String(numero);
+  // The aliases of a street are separated by `|` when it has several.
+  const nom = nomDeVoie(voie, [get('nom_afnor'), ...(get('alias')?.split('|') ?? [])]);
+  const lieuDit = get('nom_ld');
+  const ld = lieuDit ? nomDeLieuDit(lieuDit, []) : null;
+  const fantoir = ID_FANTOIR.exec(get('id_fantoir') ?? '');
   return {
     ligne,
     cle: id.toLowerCase(),
     cle_voie: `${parts[1]}_${parts[2]}`.toLowerCase(),
-    // As FANTOIR and DVF write it (`0160`, `B012`): the join key of sales to numbers.
-    code_voie: parts[2].toUpperCase(),
+    // As FANTOIR and DVF write it (`0160`, `B012`): the join key of sales to numbers. The id of a street the BAN
+    // named itself (`75104_js6yq4`) is not a FANTOIR code; its id_fantoir is, when it has one.
+    code_voie: (fantoir?.[1] ?? parts[2]).toUpperCase(),
     numero,
     suffixe,
     voie,
-    lieu_dit: get('nom_ld'),
+    lieu_dit: lieuDit,
     code_postal: codePostal,
     insee,
     commune: nomCommune,
@@ -146,6 +182,13 @@ function stage(get: (name: string) => string | null, ligne: number): Staged | st
     type_position: get('type_position'),
     parcelles: parcelles.join('|'),
     certification: certification === '1' ? true : certification === '0' ? false : null,
+    type_voie: nom.type_voie,
+    nom_norm: nom.nom_norm,
+    noms_alt: nom.noms_alt.join('|'),
+    recherche: nom.recherche,
+    ld_type: ld?.type_voie ?? null,
+    ld_nom: ld?.nom_norm ?? null,
+    ld_recherche: ld?.recherche ?? null,
   };
 }
 
@@ -155,7 +198,8 @@ function stage(get: (name: string) => string | null, ligne: number): Staged | st
 
 const STAGING = `seq int, ligne int, cle text, cle_voie text, code_voie text, numero int, suffixe text, voie text,
   lieu_dit text, code_postal text, insee text, commune text, anc_insee text, anc_nom text, libelle text,
-  lat float8, lon float8, type_position text, parcelles text, certification boolean`;
+  lat float8, lon float8, type_position text, parcelles text, certification boolean, type_voie text, nom_norm text,
+  noms_alt text, recherche text, ld_type text, ld_nom text, ld_recherche text`;
 const STAGING_TYPES = STAGING.split(',').map((c) => c.trim().split(/\s+/));
 
 /** Columns of `adresses` written by the import, in order (besides `dataset`). */
@@ -179,6 +223,10 @@ const COLUMNS = [
   'parcelles',
   'certification',
   'source',
+  'type_voie',
+  'nom_norm',
+  'noms_alt',
+  'recherche',
 ] as const;
 const COMPARED = COLUMNS.filter((c) => c !== 'cle_ban');
 
@@ -209,7 +257,7 @@ async function derive(client: PoolClient): Promise<void> {
     `INSERT INTO pg_temp.ban_final (${cols})
      SELECT cle, 'numero', numero, suffixe, voie, code_voie, lieu_dit, code_postal, insee, commune, anc_insee, anc_nom,
             libelle, lat, lon, type_position, coalesce(string_to_array(NULLIF(parcelles, ''), '|'), '{}'),
-            certification, 'ban'
+            certification, 'ban', NULL, NULL, NULL, NULL
        FROM pg_temp.ban_lot`,
   );
   // A street: the most frequent of each attribute among its numbers (a street may cross a postal code boundary), the
@@ -217,9 +265,14 @@ async function derive(client: PoolClient): Promise<void> {
   await client.query(
     `INSERT INTO pg_temp.ban_final (${cols})
      SELECT cle_voie, 'voie', NULL, NULL, voie, code_voie, NULL, code_postal, insee, commune, anc_insee, anc_nom,
-            concat_ws(' ', voie, code_postal, commune), lat, lon, NULL, NULL, NULL, 'ban'
+            concat_ws(' ', voie, code_postal, commune), lat, lon, NULL, NULL, NULL, 'ban',
+            type_voie, nom_norm, coalesce(string_to_array(NULLIF(noms_alt, ''), '|'), '{}'), recherche
        FROM (SELECT cle_voie,
                     mode() WITHIN GROUP (ORDER BY voie) AS voie,
+                    mode() WITHIN GROUP (ORDER BY type_voie) AS type_voie,
+                    mode() WITHIN GROUP (ORDER BY nom_norm) AS nom_norm,
+                    mode() WITHIN GROUP (ORDER BY noms_alt) AS noms_alt,
+                    mode() WITHIN GROUP (ORDER BY recherche) AS recherche,
                     min(code_voie) AS code_voie,
                     mode() WITHIN GROUP (ORDER BY code_postal) AS code_postal,
                     mode() WITHIN GROUP (ORDER BY insee) AS insee,
@@ -235,9 +288,12 @@ async function derive(client: PoolClient): Promise<void> {
     `INSERT INTO pg_temp.ban_final (${cols})
      SELECT 'ld:' || insee || ':' || left(md5(plie), 12), 'lieu_dit', NULL, NULL, NULL, NULL, lieu_dit, code_postal,
             insee, commune, NULL, NULL, concat_ws(' ', lieu_dit, code_postal, commune), lat, lon,
-            NULL, NULL, NULL, 'ban'
+            NULL, NULL, NULL, 'ban', ld_type, ld_nom, '{}', ld_recherche
        FROM (SELECT insee, svc_plier(lieu_dit) AS plie,
                     mode() WITHIN GROUP (ORDER BY lieu_dit) AS lieu_dit,
+                    mode() WITHIN GROUP (ORDER BY ld_type) AS ld_type,
+                    mode() WITHIN GROUP (ORDER BY ld_nom) AS ld_nom,
+                    mode() WITHIN GROUP (ORDER BY ld_recherche) AS ld_recherche,
                     mode() WITHIN GROUP (ORDER BY code_postal) AS code_postal,
                     mode() WITHIN GROUP (ORDER BY commune) AS commune,
                     ${MEDIANE}
@@ -248,7 +304,7 @@ async function derive(client: PoolClient): Promise<void> {
   await client.query(
     `INSERT INTO pg_temp.ban_final (${cols})
      SELECT insee, 'commune', NULL, NULL, NULL, NULL, NULL, code_postal, insee, commune, NULL, NULL,
-            concat_ws(' ', code_postal, commune), lat, lon, NULL, NULL, NULL, 'ban'
+            concat_ws(' ', code_postal, commune), lat, lon, NULL, NULL, NULL, 'ban', NULL, NULL, NULL, NULL
        FROM (SELECT insee,
                     mode() WITHIN GROUP (ORDER BY code_postal) AS code_postal,
                     mode() WITHIN GROUP (ORDER BY commune) AS commune,
@@ -313,13 +369,21 @@ async function merge(client: PoolClient, dataset: Dataset): Promise<MergeCounts>
 // The import.
 // ---------------------------------------------------------------------------------------------------------------------
 
-/**
- * Imports a BAN `adresses-XX.csv` (or `.csv.gz`) into `dataset`. Throws ImportError, with a French message, when the
- * file is unusable as a whole (missing, not a BAN header); a bad line is only rejected, with its reason and its line
- * number in the file (the header is line 1).
- */
-export async function importBan(db: Db, file: string, options: BanImportOptions = {}): Promise<BanImportReport> {
-  const dataset = options.dataset ?? 'live';
+interface Fichier {
+  report: ImportReport;
+  merged: MergeCounts;
+  ventesRattachees: number;
+  parcellesIgnorees: number;
+}
+
+/** One file: read, staged, derived and merged in one transaction; its sales attached. */
+async function importerFichier(
+  db: Db,
+  file: string,
+  dataset: Dataset,
+  options: BanImportOptions,
+  progres: (lus: number, gardes: number) => void,
+): Promise<Fichier> {
   await exigerFichier(file);
   const { report, rejeter } = nouveauRapport(file);
   await using records = csvRecords(file, ';');
@@ -340,7 +404,7 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
         await writeBatch(client, batch, seq);
         seq += batch.length;
       },
-      () => options.onProgress?.({ lus: report.lus, gardes: report.gardes }),
+      () => progres(report.lus, report.gardes),
     );
     for await (const { ligne, champs } of lignesDeDonnees(records, header.length, report, rejeter)) {
       const get = lecteurDe(columns, champs);
@@ -378,32 +442,83 @@ export async function importBan(db: Db, file: string, options: BanImportOptions 
     // Fresh statistics at once: the searches that follow would otherwise be planned on the table as it was.
     if (written > 0) await client.query('ANALYZE adresses');
     const ventesRattachees = await attachBanKeys(client, dataset, merged.communes);
-    const t = (type: string) => merged.parType[type] ?? { total: 0, ajoutees: 0, modifiees: 0 };
-    const line = (label: string, type: string) => {
-      const c = t(type);
-      return `${label.padEnd(10)}: ${c.total} (${c.ajoutees} ajoutés, ${c.modifiees} modifiés, ${c.total - c.ajoutees - c.modifiees} inchangés)`;
-    };
-    report.details.push(
-      line('numéros', 'numero'),
-      line('voies', 'voie'),
-      line('lieux-dits', 'lieu_dit'),
-      line('communes', 'commune'),
-      `supprimés : ${merged.supprimees} (absents du fichier, dans ses ${merged.communes.length} communes)`,
-      `ventes DVF rattachées à un numéro : ${ventesRattachees}`,
-    );
-    if (parcellesIgnorees > 0)
-      report.details.push(`parcelles : ${parcellesIgnorees} identifiants hors format (14 caractères) ignorés`);
-    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    return { ...report, ventesRattachees };
+    return { report, merged, ventesRattachees, parcellesIgnorees };
   } finally {
     await client.query('DROP TABLE IF EXISTS pg_temp.ban_lot, pg_temp.ban_final').catch(() => {});
     client.release();
   }
 }
 
+/**
+ * Imports a BAN `adresses-XX.csv` (or `.csv.gz`) into `dataset`, or several (the BAN publishes one per département),
+ * one after the other, each in its transaction: a file is complete for the communes it covers. Throws ImportError,
+ * with a French message, when a file is unusable as a whole (missing, not a BAN header); a bad line is only rejected,
+ * with its reason and its line number in the file (the header is line 1), and the file's name when there are several.
+ */
+export async function importBan(
+  db: Db,
+  files: string | string[],
+  options: BanImportOptions = {},
+): Promise<BanImportReport> {
+  const dataset = options.dataset ?? 'live';
+  const liste = typeof files === 'string' ? [files] : files;
+  if (liste.length === 0) throw new ImportError('Aucun fichier BAN à importer.');
+  const total: BanImportReport = {
+    source: liste.length === 1 ? liste[0] : `${liste.length} fichiers, de ${liste[0]} à ${liste.at(-1)}`,
+    lus: 0,
+    gardes: 0,
+    rejetes: [],
+    details: [],
+    ventesRattachees: 0,
+  };
+  const parType: MergeCounts['parType'] = {};
+  let supprimees = 0;
+  let communes = 0;
+  let parcellesIgnorees = 0;
+  for (const file of liste) {
+    const avant = { lus: total.lus, gardes: total.gardes };
+    const f = await importerFichier(db, file, dataset, options, (lus, gardes) =>
+      options.onProgress?.({ lus: avant.lus + lus, gardes: avant.gardes + gardes }),
+    );
+    total.lus += f.report.lus;
+    total.gardes += f.report.gardes;
+    const prefixe = liste.length > 1 ? `${path.basename(file)} : ` : '';
+    for (const r of f.report.rejetes) {
+      if (total.rejetes.length < MAX_REJETS_LISTES) total.rejetes.push({ ligne: r.ligne, motif: prefixe + r.motif });
+    }
+    for (const [type, c] of Object.entries(f.merged.parType)) {
+      const t = (parType[type] ??= { total: 0, ajoutees: 0, modifiees: 0 });
+      t.total += c.total;
+      t.ajoutees += c.ajoutees;
+      t.modifiees += c.modifiees;
+    }
+    supprimees += f.merged.supprimees;
+    communes += f.merged.communes.length;
+    parcellesIgnorees += f.parcellesIgnorees;
+    total.ventesRattachees += f.ventesRattachees;
+  }
+  const line = (label: string, type: string) => {
+    const c = parType[type] ?? { total: 0, ajoutees: 0, modifiees: 0 };
+    return `${label.padEnd(10)}: ${c.total} (${c.ajoutees} ajoutés, ${c.modifiees} modifiés, ${c.total - c.ajoutees - c.modifiees} inchangés)`;
+  };
+  total.details.push(
+    line('numéros', 'numero'),
+    line('voies', 'voie'),
+    line('lieux-dits', 'lieu_dit'),
+    line('communes', 'commune'),
+    `supprimés : ${supprimees} (absents du fichier, dans ses ${communes} communes)`,
+    `ventes DVF rattachées à un numéro : ${total.ventesRattachees}`,
+  );
+  if (parcellesIgnorees > 0)
+    total.details.push(`parcelles : ${parcellesIgnorees} identifiants hors format (14 caractères) ignorés`);
+  options.onProgress?.({ lus: total.lus, gardes: total.gardes });
+  return total;
+}
+
 /** The `ban` source of the importers' CLI. */
 export const banSource = importSource(
   'ban',
-  'adresses de la Base Adresse Nationale : adresses-XX.csv (séparateur « ; »), ou .csv.gz',
+  'adresses de la Base Adresse Nationale : adresses-XX.csv (séparateur « ; ») ou .csv.gz ; plusieurs fichiers, un dossier ou un motif (ban/adresses-*.csv.gz), un département après l’autre',
   importBan,
+  /^adresses-.*\.csv(\.gz)?$/i,
 );

@@ -1,43 +1,46 @@
 import { z } from 'zod';
-import { transaction, type Db, type Queryable } from '../../db/client.ts';
+import type { Db, Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError } from '../errors.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
+import { distanceEdition, MOTS_OUTILS, normaliserNom, normaliserTexte, plier } from './normaliser.ts';
+import { analyserRequete, communesDuCode, type Requete } from './requete.ts';
 
 /**
  * resoudre_adresse: geocoding over the address base (BAN numbers, streets, lieux-dits, communes) of the caller's
- * dataset. Text search finds streets, places and communes by trigrams (accents and typos tolerated), then the asked
- * number on the streets found; candidates are ranked by a word-level score computed here. The reverse search reads
- * the nearest rows around a point through the earthdistance index.
+ * dataset. The query is read with the normalisation of the import (normaliser.ts, requete.ts): number, street type,
+ * name, postal or INSEE codes, commune named. The text search is bound to the communes of those codes and of that
+ * name: their streets and places found by trigrams (accents and typos tolerated) in one index scan over commune and
+ * trigrams, then the asked number on them; the whole base only when nothing good is found there. Candidates are
+ * ranked by a word-level score computed here, where the street type counts. The reverse search reads the nearest rows
+ * around a point through the earthdistance index.
  */
 
 type TypeAdresse = 'numero' | 'voie' | 'lieu_dit' | 'commune';
 
-// Streets, places and communes read before ranking: enough for the right one to be among them even when common
-// words (`rue`, `de`, `la`) make many labels look alike to trigrams.
+// Streets and places read before ranking: enough for the right one to be among them when many names look alike to
+// trigrams (`rue de la liberte` is in every other commune).
 const LIEUX_LUS = 40;
-// pg_trgm word similarity a street, place or commune label must reach against the query (without its number).
+// Streets and places read, unsorted, when the whole base is searched by the words of the name.
+const LIEUX_LUS_MOTS = 200;
+// pg_trgm word similarity the query's name must reach against a street's or place's indexed text: in the communes the
+// query names, and everywhere.
+const SEUIL_LIE = 0.3;
 const SEUIL_TRIGRAMMES = 0.4;
+// A search bound to the communes of its codes or of the commune it names looks no further once a candidate there
+// reaches this score.
+const SCORE_LIE = 0.7;
+// Candidates outside the communes of a postal or INSEE code given: their score is multiplied by this.
+const HORS_CODE = 0.8;
 // Candidates whose score falls below are not served.
-const SCORE_MIN = 0.35;
+const SCORE_MIN = 0.3;
 // A word of the candidate counts as found in the query from this similarity on.
 const MOT_TROUVE = 0.75;
 const RAYON_INVERSE_M = 1000;
 // Distance from the frozen sandbox data beyond which a reverse search is outside the sandbox.
 const RAYON_BAC_A_SABLE_M = 20_000;
-
-const REPETITIONS = new Set(['bis', 'ter', 'quater', 'quinquies']);
-// Words most labels share: left out of the trigram lookup, where they would make thousands of streets look alike
-// (`rue de la liberte` is in every other commune), kept in the score.
-const MOTS_COMMUNS = new Set([
-  ...['rue', 'avenue', 'av', 'ave', 'boulevard', 'bd', 'bld', 'chemin', 'che', 'allee', 'all', 'impasse', 'imp'],
-  ...['route', 'rte', 'place', 'pl', 'square', 'quai', 'cours', 'passage', 'lotissement', 'lot', 'residence', 'res'],
-  ...['sentier', 'voie', 'ruelle', 'traverse', 'esplanade', 'promenade', 'hameau', 'lieu', 'dit'],
-]);
-// Short grammatical words: found or not, they weigh little in the score.
-const MOTS_OUTILS = new Set('de du des la le les l d a au aux en et sur sous'.split(' '));
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Schemas
@@ -54,13 +57,13 @@ const RechercheInputSchema = z.object({
     .min(3)
     .max(200)
     .describe(
-      'Adresse en texte libre (3-200 caractères) : « 12 rue de la Liberté Latresne » ; accents et fautes tolérés.',
+      'Adresse en texte libre (3-200 caractères) : « 12 rue de la Liberté Latresne », « 27 B BD DE CHARONNE 75011 PARIS » ; accents, abréviations et fautes tolérés.',
     ),
   code_postal: z
     .string()
     .regex(/^\d{5}$/, 'code postal de 5 chiffres')
     .optional()
-    .describe('Ne garde que les candidats de ce code postal.'),
+    .describe('Ne garde que les candidats des communes de ce code postal (un code INSEE est lu aussi).'),
   limite,
 });
 
@@ -105,79 +108,10 @@ const ResultatSchema = z.object({
 });
 
 // ---------------------------------------------------------------------------------------------------------------------
-// Text
+// Score
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** Lower case, no accents, ligatures spelt out, other signs as spaces: the text as svc_plier() and pg_trgm see it. */
-export function plier(text: string): string {
-  return text
-    .replace(/[œŒ]/g, 'oe')
-    .replace(/[æÆ]/g, 'ae')
-    .normalize('NFD')
-    .replace(/\p{M}/gu, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, ' ')
-    .trim();
-}
-
-function mots(text: string | null): string[] {
-  return text ? plier(text).split(' ').filter(Boolean) : [];
-}
-
-/** Damerau-Levenshtein distance (optimal string alignment): a swap of two letters is one typo. */
-export function distanceEdition(a: string, b: string): number {
-  if (a === b) return 0;
-  const rows: number[][] = [];
-  for (let i = 0; i <= a.length; i++) {
-    rows.push(new Array<number>(b.length + 1).fill(0));
-    rows[i][0] = i;
-  }
-  for (let j = 0; j <= b.length; j++) rows[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
-      rows[i][j] = d;
-    }
-  }
-  return rows[a.length][b.length];
-}
-
-function ressemblance(a: string, b: string): number {
-  if (a === b) return 1;
-  // Digits are exact: 33360 is not 33361.
-  if (/\d/.test(a) || /\d/.test(b)) return 0;
-  return Math.max(0, 1 - distanceEdition(a, b) / Math.max(a.length, b.length));
-}
-
-const poids = (mot: string) => (MOTS_OUTILS.has(mot) ? 1 : mot.length);
-
-interface Requete {
-  /** Folded words, number and repetition index removed. */
-  mots: string[];
-  numero: number | null;
-  suffixe: string | null;
-  codesPostaux: string[];
-}
-
-/** The number (leading, 1-4 digits, with its repetition index) and the words of a query. */
-export function analyser(q: string): Requete {
-  const tokens = plier(q).split(' ').filter(Boolean);
-  let numero: number | null = null;
-  let suffixe: string | null = null;
-  const first = /^(\d{1,4})(bis|ter|quater|quinquies|[a-z])?$/.exec(tokens[0] ?? '');
-  if (first) {
-    numero = Number(first[1]);
-    suffixe = first[2] ?? null;
-    tokens.shift();
-    // `12 bis`, `12 b`; not `12 a` nor `12 l` (à, l'), read as words.
-    if (!suffixe && tokens.length > 1 && (REPETITIONS.has(tokens[0]) || /^[b-ce-km-xz]$/.test(tokens[0]))) {
-      suffixe = tokens.shift()!;
-    }
-  }
-  return { mots: tokens, numero, suffixe, codesPostaux: tokens.filter((t) => /^\d{5}$/.test(t)) };
-}
+export { plier, distanceEdition };
 
 interface Ligne {
   cle_ban: string;
@@ -200,51 +134,126 @@ interface Ligne {
   certification: boolean | null;
 }
 
+const INDICES: Record<string, string> = { b: 'bis', t: 'ter', q: 'quater' };
+/** DVF writes B, T, Q for bis, ter, quater; the BAN writes bis, ter, or the letter. */
+const indice = (s: string | null) => (s ? (INDICES[s] ?? s) : null);
+
+// Types read as near: a `chemin rural` asked as `chemin` is half found, a `rue` asked as `boulevard` not at all.
+const FAMILLES_DE_TYPES = [
+  ['chemin', 'chemin rural', 'chemin vicinal', 'ancien chemin', 'petit chemin', 'sentier', 'sente'],
+  ['route', 'ancienne route', 'nouvelle route', 'vieille route'],
+  ['rue', 'grande rue', 'petite rue', 'ruelle'],
+  ['avenue', 'petite avenue'],
+  ['place', 'placette', 'square', 'parvis'],
+  ['voie', 'voie communale'],
+  ['zone', 'zone artisanale', 'zone industrielle', "zone d'activites", "zone d'amenagement concerte"],
+  ['residence', 'immeuble', 'cite', 'lotissement', 'domaine'],
+];
+const FAMILLE = new Map(FAMILLES_DE_TYPES.flatMap((f, i) => f.map((t) => [t, i] as const)));
+
+function typeTrouve(demande: string, type: string | null): number {
+  if (type === demande) return 1;
+  if (type !== null && FAMILLE.has(type) && FAMILLE.get(type) === FAMILLE.get(demande)) return 0.5;
+  return 0;
+}
+
+function ressemblance(a: string, b: string): number {
+  if (a === b) return 1;
+  // Digits are exact: 33360 is not 33361.
+  if (/\d/.test(a) || /\d/.test(b)) return 0;
+  // A word cut short, as the 26 or 32 characters of DVF and AFNOR names cut them (`HOSPIT`, `BRETONNERI`).
+  if (a.length >= 4 && b.startsWith(a)) return 0.9;
+  return Math.max(0, 1 - distanceEdition(a, b) / Math.max(a.length, b.length));
+}
+
+const poids = (mot: string) => (MOTS_OUTILS.has(mot) ? 1 : mot.length);
+const POIDS_NUMERO = 3;
+const POIDS_TYPE = 3;
+const POIDS_CODE = 3;
+const POIDS_COMMUNE = 4;
+
+/** What a candidate is compared on: its number, its type and names (canonical words), its commune. */
+export interface Compare {
+  type: TypeAdresse;
+  numero: number | null;
+  suffixe: string | null;
+  /** Street type of the street or place (normaliser.ts). */
+  typeVoie: string | null;
+  /** Its names, canonical words: the BAN name, its other forms, the lieu-dit of a number. */
+  noms: string[][];
+  /** The names it is shown by (a number's street, not its lieu-dit); `noms` when absent. */
+  affiches?: string[][];
+  insee: string;
+  code_postal: string | null;
+  commune: string;
+  ancienne_commune_nom: string | null;
+}
+
 /**
  * Score 0-1 of a candidate: 0.8 × the share of the query found in the candidate + 0.2 × the share of the candidate
- * found in the query. Each query word is compared with the candidate's words (street or place, lieu-dit, commune,
- * former commune) by edit distance, weighted by its length (short grammatical words weigh 1); the number weighs 3
- * (found: 1, other repetition index: 0.8) as does a postal code (equal or not).
+ * found in the query. The query counts its number (weight 3: found 1, another repetition index 0.8), its street type
+ * (3: the same 1, a near type such as chemin rural for chemin 0.5, another 0), each word of the name (its length, 1
+ * for `de`, `la`…, compared with the candidate's names by edit distance, a word cut short found at 0.9), each postal
+ * or INSEE code (3: the candidate's commune has it) and the commune named (4). The candidate counts its type (3) and
+ * the words of the name that matches best. Outside the communes of a code given: × 0.8.
  */
-export function scorer(
-  requete: Requete,
-  ligne: Pick<
-    Ligne,
-    'numero' | 'suffixe' | 'voie' | 'lieu_dit' | 'commune' | 'ancienne_commune_nom' | 'code_postal' | 'type'
-  >,
-): number {
-  const nom = ligne.type === 'lieu_dit' ? mots(ligne.lieu_dit) : mots(ligne.voie);
-  const lieuDit = ligne.type === 'numero' ? mots(ligne.lieu_dit) : [];
-  const commune = mots(ligne.commune);
-  const candidats = [...nom, ...lieuDit, ...commune, ...mots(ligne.ancienne_commune_nom)];
+export function scorer(requete: Requete, c: Compare): number {
+  const communeMots = [...normaliserTexte(c.commune), ...normaliserTexte(c.ancienne_commune_nom ?? '')];
+  const nomMots = c.type === 'commune' ? [communeMots] : c.noms;
+  const affiches = c.type === 'commune' ? nomMots : (c.affiches ?? c.noms);
+  // The type's words too: a type the query misspelt beyond recognition (`graned rue`) is still near them.
+  const motsCandidat = [
+    ...nomMots.flat(),
+    ...(c.type !== 'commune' && c.typeVoie ? c.typeVoie.split(' ') : []),
+    ...(requete.commune ? [] : communeMots),
+  ];
   let trouve = 0;
   let total = 0;
   if (requete.numero !== null) {
-    total += 3;
-    if (ligne.numero === requete.numero) trouve += 3 * ((ligne.suffixe ?? null) === requete.suffixe ? 1 : 0.8);
+    total += POIDS_NUMERO;
+    if (c.numero === requete.numero) trouve += POIDS_NUMERO * (indice(c.suffixe) === indice(requete.suffixe) ? 1 : 0.8);
   }
-  const meilleur = (mot: string) => candidats.reduce((m, c) => Math.max(m, ressemblance(mot, c)), 0);
+  const typeDemande = requete.type !== null && requete.type !== 'lieu dit' ? requete.type : null;
+  if (typeDemande) {
+    total += POIDS_TYPE;
+    trouve += POIDS_TYPE * typeTrouve(typeDemande, c.type === 'commune' ? null : c.typeVoie);
+  }
   for (const mot of requete.mots) {
-    if (/^\d{5}$/.test(mot)) {
-      total += 3;
-      if (mot === ligne.code_postal) trouve += 3;
-      continue;
-    }
     total += poids(mot);
-    trouve += poids(mot) * meilleur(mot);
+    trouve += poids(mot) * motsCandidat.reduce((m, x) => Math.max(m, ressemblance(mot, x)), 0);
+  }
+  for (const code of requete.codes) {
+    total += POIDS_CODE;
+    if (code === c.code_postal || communesDuCode(code).includes(c.insee)) trouve += POIDS_CODE;
+  }
+  if (requete.commune) {
+    total += POIDS_COMMUNE;
+    if (requete.commune.insee.includes(c.insee)) trouve += POIDS_COMMUNE;
   }
   const partRequete = total > 0 ? trouve / total : 0;
-  // The candidate's own words: the street or place name it is known by (the lieu-dit of a number when that reads
-  // better) and its commune.
-  const couverture = (groupe: string[]) => {
-    const tous = [...groupe, ...commune];
-    const w = tous.reduce((s, m) => s + poids(m), 0);
-    if (w === 0) return 0;
-    const vus = tous.filter((m) => requete.mots.some((q) => ressemblance(q, m) >= MOT_TROUVE));
-    return vus.reduce((s, m) => s + poids(m), 0) / w;
-  };
-  const partCandidat = Math.max(couverture(nom), lieuDit.length ? couverture(lieuDit) : 0);
-  return Math.round((0.8 * partRequete + 0.2 * partCandidat) * 1000) / 1000;
+
+  // The candidate's own words, in the name it is shown by that reads best.
+  const demandes = [...requete.mots, ...(requete.commune?.mots ?? [])];
+  const vu = (mot: string) => demandes.some((q) => ressemblance(q, mot) >= MOT_TROUVE);
+  const partCandidat = Math.max(
+    0,
+    ...affiches.map((mots) => {
+      let w = 0;
+      let found = 0;
+      if (c.type !== 'commune' && c.typeVoie) {
+        w += POIDS_TYPE;
+        if (typeDemande) found += POIDS_TYPE * typeTrouve(typeDemande, c.typeVoie);
+      }
+      for (const m of mots) {
+        w += poids(m);
+        if (vu(m)) found += poids(m);
+      }
+      return w > 0 ? found / w : 0;
+    }),
+  );
+  let score = 0.8 * partRequete + 0.2 * partCandidat;
+  if (requete.communesDesCodes.length > 0 && !requete.communesDesCodes.includes(c.insee)) score *= HORS_CODE;
+  return Math.round(score * 1000) / 1000;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -253,8 +262,6 @@ export function scorer(
 
 const COLONNES = `a.cle_ban, a.type, a.numero, a.suffixe, a.voie, a.code_voie, a.lieu_dit, a.code_postal, a.insee, a.commune,
   a.ancienne_commune_insee, a.ancienne_commune_nom, a.libelle, a.lat, a.lon, a.type_position, a.parcelles, a.certification`;
-// As indexed by adresses_texte_trgm_hors_numeros (migration 008), to the letter.
-const TEXTE = 'svc_texte_adresse(a.voie, a.lieu_dit, a.commune, a.code_postal)';
 const RANG_TYPE: Record<TypeAdresse, number> = { numero: 0, voie: 1, lieu_dit: 2, commune: 3 };
 
 const arrondi = (x: number, decimales = 6) => Math.round(x * 10 ** decimales) / 10 ** decimales;
@@ -283,42 +290,173 @@ function candidat(ligne: Ligne, extra: { score: number | null; distance_m: numbe
   };
 }
 
-async function lireTexte(
-  client: Queryable,
-  dataset: Dataset,
-  texte: string,
-  codePostal: string | null,
-  numero: number | null,
-): Promise<Array<Ligne & { origine: 'lieu' | 'numero' }>> {
-  const { rows } = await client.query<Ligne & { origine: 'lieu' | 'numero' }>(
-    `WITH lieux AS (
-       SELECT ${COLONNES}
+/** A row read by the text search: for a number, the type and names of the street or place it was found on. */
+interface LigneLue extends Ligne {
+  origine: 'lieu' | 'numero' | 'commune';
+  /** The street or place a number was found on (its cle_ban). */
+  lieu: string | null;
+  type_voie: string | null;
+  nom_norm: string | null;
+  noms_alt: string[] | null;
+}
+
+interface Recherche {
+  /** Communes searched (INSEE codes); null: all. */
+  communes: string[] | null;
+  /**
+   * How streets and places are found: by trigrams of `texte` (typos tolerated, the nearest first), by its words
+   * written exactly (any order: what the whole base can afford), or as the streets of `type` in the communes.
+   */
+  mode: 'trigrammes' | 'mots' | 'type';
+  texte: string;
+  type: string | null;
+  numero: number | null;
+}
+
+/**
+ * Streets and places by trigrams of their indexed text (type, name, other forms, commune), in the communes searched
+ * when some are, then the asked number on them, and the communes searched themselves. One statement.
+ */
+async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<LigneLue[]> {
+  const params: unknown[] = [dataset, r.texte, r.type, r.numero];
+  const liees = r.communes ? params.push(r.communes) : 0;
+  // As adresses_recherche keys them (db/migrations/015_adresses_normalisees.sql).
+  const cles = liees ? params.push(r.communes!.map((insee) => `${dataset}:${insee}`)) : 0;
+  const communes = liees ? `AND (a.dataset || ':' || a.insee) = ANY ($${cles}::text[])` : '';
+  const correspond = {
+    trigrammes: '$2 <% a.recherche',
+    mots: `to_tsvector('simple', a.recherche) @@ plainto_tsquery('simple', $2)`,
+    type: 'a.type_voie = $3',
+  }[r.mode];
+  // Among equals, the asked type, then the shorter label: fewer words the query did not ask for. Streets found by
+  // their words are not sorted: the first LIEUX_LUS_MOTS the index gives are ranked here (sorting every `Rue de la
+  // Gare` of France would read them all).
+  const ordre =
+    r.mode === 'mots'
+      ? `LIMIT ${LIEUX_LUS_MOTS}`
+      : `ORDER BY word_similarity($2, a.recherche) DESC, a.type_voie IS NOT DISTINCT FROM $3 DESC, length(a.libelle),
+                 a.cle_ban
+        LIMIT ${LIEUX_LUS}`;
+  // Prepared, one statement per form (rechercher() says how they are planned).
+  const { rows } = await client.query<LigneLue>({
+    name: `resoudre_adresse_${liees ? 'communes' : 'partout'}_${r.mode}`,
+    // The parameters' types, whichever of them the form reads.
+    text: `WITH demande AS (SELECT $2::text AS texte, $3::text AS type_voie, $4::int AS numero),
+     lieux AS (
+       SELECT ${COLONNES}, a.type_voie, a.nom_norm, a.noms_alt
          FROM adresses a
-        WHERE a.dataset = $1 AND a.type <> 'numero' AND $2 <% ${TEXTE}
-          AND ($3::text IS NULL OR a.code_postal = $3)
-        -- The shorter label first among equals: fewer words the query did not ask for (the commune before its streets).
-        ORDER BY word_similarity($2, ${TEXTE}) DESC, length(a.libelle), a.cle_ban
-        LIMIT ${LIEUX_LUS}),
+        WHERE a.dataset = $1 AND a.type IN ('voie', 'lieu_dit') ${communes} AND ${correspond}
+        ${ordre}),
      numeros AS (
-       SELECT ${COLONNES}
+       SELECT l.cle_ban AS lieu, ${COLONNES}, l.type_voie, l.nom_norm, l.noms_alt
          FROM lieux l
          JOIN adresses a ON a.dataset = $1 AND a.insee = l.insee AND a.code_voie = l.code_voie AND a.numero = $4
         WHERE l.type = 'voie' AND a.type = 'numero' AND starts_with(a.cle_ban, l.cle_ban || '_')
-          AND ($3::text IS NULL OR a.code_postal = $3)
        UNION ALL
-       SELECT ${COLONNES}
+       SELECT l.cle_ban AS lieu, ${COLONNES}, l.type_voie, l.nom_norm, l.noms_alt
          FROM lieux l
          JOIN adresses a ON a.dataset = $1 AND a.insee = l.insee AND a.lieu_dit = l.lieu_dit AND a.numero = $4
-        WHERE l.type = 'lieu_dit' AND a.type = 'numero' AND ($3::text IS NULL OR a.code_postal = $3))
-     SELECT 'lieu' AS origine, * FROM lieux
+        WHERE l.type = 'lieu_dit' AND a.type = 'numero')
+     SELECT 'lieu' AS origine, NULL AS lieu, * FROM lieux
      UNION ALL
-     SELECT DISTINCT ON (cle_ban) 'numero' AS origine, * FROM numeros`,
-    [dataset, texte, codePostal, numero],
-  );
+     SELECT DISTINCT ON (cle_ban) 'numero' AS origine, * FROM numeros
+     ${
+       liees
+         ? `UNION ALL
+     SELECT 'commune', NULL, ${COLONNES}, NULL, NULL, NULL FROM adresses a
+      WHERE a.dataset = $1 AND a.type = 'commune' AND a.cle_ban = ANY ($${liees}::text[])`
+         : ''
+     }`,
+    values: params,
+  });
   return rows;
 }
 
-/** Text search: streets, places and communes by trigrams, then the asked number on them, ranked by `scorer`. */
+/** What a row read is compared on. */
+function compare(ligne: LigneLue): Compare {
+  const stockes =
+    ligne.nom_norm !== null
+      ? [ligne.nom_norm.split(' ').filter(Boolean), ...(ligne.noms_alt ?? []).map((alt) => alt.split(' '))]
+      : [];
+  let typeVoie = ligne.type_voie;
+  let noms = stockes;
+  let affiches = stockes;
+  if (ligne.type === 'numero') {
+    // A number found on its lieu-dit is shown by its street: its type and name are the street's, the lieu-dit's
+    // name only one more it answers to (`22 Les Écus` for 22 Route de Cénac in the lieu-dit Les Écus).
+    if (ligne.lieu?.startsWith('ld:')) {
+      const propre = normaliserNom(ligne.voie ?? '');
+      typeVoie = propre.type;
+      affiches = [propre.mots];
+    }
+    noms = ligne.lieu_dit ? [...affiches, normaliserNom(ligne.lieu_dit).mots] : affiches;
+  }
+  return {
+    type: ligne.type,
+    numero: ligne.numero,
+    suffixe: ligne.suffixe,
+    typeVoie,
+    noms: noms.length > 0 ? noms : [[]],
+    affiches: affiches.length > 0 ? affiches : [[]],
+    insee: ligne.insee,
+    code_postal: ligne.code_postal,
+    commune: ligne.commune,
+    ancienne_commune_nom: ligne.ancienne_commune_nom,
+  };
+}
+
+/** How close the words of the name shown are to the query's, in their order: what tells `Vieux Ruisseau` from `Ruisseau Vieux`. */
+function ordre(requete: Requete, c: Compare): number {
+  const q = requete.mots.join(' ');
+  return Math.max(
+    ...(c.affiches ?? c.noms).map((mots) => {
+      const nom = mots.join(' ');
+      return 1 - distanceEdition(q, nom) / Math.max(1, q.length, nom.length);
+    }),
+  );
+}
+
+/** The rows read, scored: a street or place that has the asked number gives way to it. */
+function classer(requete: Requete, rows: LigneLue[]): Classe[] {
+  const avecNumero = new Set(rows.filter((r) => r.origine === 'numero').map((r) => r.lieu));
+  const vus = new Set<string>();
+  const scored: Classe[] = [];
+  for (const ligne of rows) {
+    if (vus.has(ligne.cle_ban)) continue;
+    vus.add(ligne.cle_ban);
+    if (ligne.origine === 'lieu' && avecNumero.has(ligne.cle_ban)) continue;
+    const c = compare(ligne);
+    const score = scorer(requete, c);
+    if (score >= SCORE_MIN) scored.push({ ligne, score, ordre: ordre(requete, c) });
+  }
+  return scored;
+}
+
+interface Classe {
+  ligne: Ligne;
+  score: number;
+  ordre: number;
+}
+
+/** The communes a search is bound to: those of the codes and of the commune named, within those of `code_postal`. */
+function communesLiees(requete: Requete, filtre: string[] | null): string[] | null {
+  const codes = requete.communesDesCodes;
+  const nommees = requete.commune?.insee ?? [];
+  let liees: string[] | null = null;
+  if (codes.length > 0 && nommees.length > 0) {
+    const les2 = codes.filter((c) => nommees.includes(c));
+    liees = les2.length > 0 ? les2 : [...new Set([...codes, ...nommees])];
+  } else if (codes.length > 0) liees = codes;
+  else if (nommees.length > 0) liees = nommees;
+  if (!filtre) return liees;
+  const dansFiltre = liees?.filter((c) => filtre.includes(c)) ?? [];
+  return dansFiltre.length > 0 ? dansFiltre : filtre;
+}
+
+/**
+ * Text search: bound to the communes of the codes and of the commune named (or of `code_postal`), the streets,
+ * places and communes there, then, when nothing there reaches SCORE_LIE, everywhere (within `code_postal` only).
+ */
 export async function rechercher(
   db: Db,
   dataset: Dataset,
@@ -326,37 +464,62 @@ export async function rechercher(
   codePostal: string | null,
   max: number,
 ): Promise<Candidat[]> {
-  const requete = analyser(q);
-  if (requete.mots.length === 0) return [];
-  const distinctifs = requete.mots.filter((m) => !MOTS_COMMUNS.has(m) && !MOTS_OUTILS.has(m));
-  const texte = (distinctifs.length > 0 ? distinctifs : requete.mots).join(' ');
-  // The trigram operator reads its threshold from a setting: set for this transaction only.
-  const rows = await transaction(db, async (client) => {
-    await client.query(`SET TRANSACTION READ ONLY; SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
-    return lireTexte(client, dataset, texte, codePostal, requete.numero);
-  });
-  // A street or place that has the asked number gives way to it.
-  const lieuDit = (insee: string, nom: string | null) => `${insee}|${nom}`;
-  const avecNumero = new Set(
-    rows
-      .filter((r) => r.origine === 'numero')
-      .flatMap((r) => [r.cle_ban.replace(/_\d{5}(?:_\w+)?$/, ''), lieuDit(r.insee, r.lieu_dit)]),
-  );
-  const vus = new Set<string>();
-  const scored: Array<{ ligne: Ligne; score: number }> = [];
-  for (const ligne of rows) {
-    if (vus.has(ligne.cle_ban)) continue;
-    vus.add(ligne.cle_ban);
-    if (ligne.origine === 'lieu' && requete.numero !== null) {
-      const cle = ligne.type === 'lieu_dit' ? lieuDit(ligne.insee, ligne.lieu_dit) : ligne.cle_ban;
-      if (avecNumero.has(cle)) continue;
-    }
-    const score = scorer(requete, ligne);
-    if (score >= SCORE_MIN) scored.push({ ligne, score });
+  const requete = analyserRequete(q);
+  const filtre = codePostal ? communesDuCode(codePostal) : null;
+  if (filtre && filtre.length === 0) return [];
+  const liees = communesLiees(requete, filtre);
+  const distinctifs = requete.mots.filter((m) => !MOTS_OUTILS.has(m));
+  const nom = (distinctifs.length > 0 ? distinctifs : requete.mots).join(' ');
+  if (!nom && !requete.type && !liees) return [];
+  const numero = requete.numero;
+  const type = requete.type;
+  const client = await db.connect();
+  let scored: Classe[];
+  try {
+    // The trigram operator reads its threshold from a setting: set for this transaction only, in the round trip that
+    // opens it. Generic plans: the statements of lire() are planned once per connection, their parameters unknown,
+    // and read a bound search's streets through the communes' keys of adresses_recherche. A plan made for each
+    // query's values took, now and then, a trigram's matches in the whole base instead (pg_trgm's estimate of a
+    // name's matches can be off by hundreds): a cost that grew with the base, and a millisecond of planning each time.
+    await client.query(
+      `BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan;
+       SET LOCAL pg_trgm.word_similarity_threshold = ${liees ? SEUIL_LIE : SEUIL_TRIGRAMMES}`,
+    );
+    scored = await (async () => {
+      let found: Classe[] = [];
+      if (liees) {
+        const mode = nom ? 'trigrammes' : 'type';
+        found = classer(requete, await lire(client, dataset, { communes: liees, mode, texte: nom, type, numero }));
+        if (found.some((f) => f.score >= SCORE_LIE)) return found;
+      }
+      // Everywhere (within code_postal): the streets and places that have every word of the name, written as asked;
+      // when none, by trigrams of the name (misspelt, or followed by a commune not recognised).
+      if (!nom) return found;
+      let ailleurs = classer(
+        requete,
+        await lire(client, dataset, { communes: filtre, mode: 'mots', texte: nom, type, numero }),
+      );
+      if (ailleurs.length === 0) {
+        if (liees) await client.query(`SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
+        ailleurs = classer(
+          requete,
+          await lire(client, dataset, { communes: filtre, mode: 'trigrammes', texte: nom, type, numero }),
+        );
+      }
+      const deja = new Set(found.map((f) => f.ligne.cle_ban));
+      return [...found, ...ailleurs.filter((f) => !deja.has(f.ligne.cle_ban))];
+    })();
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
   }
   scored.sort(
     (a, b) =>
       b.score - a.score ||
+      b.ordre - a.ordre ||
       RANG_TYPE[a.ligne.type] - RANG_TYPE[b.ligne.type] ||
       a.ligne.libelle.localeCompare(b.ligne.libelle, 'fr') ||
       (a.ligne.cle_ban < b.ligne.cle_ban ? -1 : 1),
@@ -374,15 +537,17 @@ export async function inverser(
 ): Promise<Candidat[]> {
   // The cube distance (`<->`, a chord) orders like the great-circle one and walks the GiST index nearest first; a
   // few more rows than asked let equal distances be reordered by type.
-  const { rows } = await db.query<Ligne & { distance: number }>(
-    `SELECT ${COLONNES}, earth_distance(ll_to_earth($2, $3), ll_to_earth(a.lat, a.lon)) AS distance
+  // Prepared: planning it cost as much as running it.
+  const { rows } = await db.query<Ligne & { distance: number }>({
+    name: 'resoudre_adresse_inverse',
+    text: `SELECT ${COLONNES}, earth_distance(ll_to_earth($2, $3), ll_to_earth(a.lat, a.lon)) AS distance
        FROM adresses a
       WHERE a.dataset = $1 AND a.type <> 'commune'
         AND earth_box(ll_to_earth($2, $3), $4) @> ll_to_earth(a.lat, a.lon)
       ORDER BY ll_to_earth(a.lat, a.lon) <-> ll_to_earth($2, $3)
       LIMIT $5`,
-    [dataset, lat, lon, RAYON_INVERSE_M, max + 20],
-  );
+    values: [dataset, lat, lon, RAYON_INVERSE_M, max + 20],
+  });
   return rows
     .map((ligne) => ({ ligne, distance: Math.round(ligne.distance) }))
     .filter((r) => r.distance <= RAYON_INVERSE_M)
@@ -439,9 +604,11 @@ const DESCRIPTION_COMMUNE = `**Candidats.** Un candidat est un numéro (\`numero
 
 const DESCRIPTION_RECHERCHE = `Géocodage d'une adresse en texte libre sur la Base Adresse Nationale : numéros, voies, lieux-dits et communes, du plus ressemblant au moins ressemblant.
 
-**Recherche.** Le texte est plié (minuscules, sans accents, ponctuation ignorée). Les voies, lieux-dits et communes sont trouvés par trigrammes (pg_trgm) sur leur nom, leur commune et leur code postal : une faute de frappe, une lettre inversée ou un accent manquant ne les perdent pas ; les mots que partagent la plupart des adresses (rue, avenue, chemin, de, la…) ne comptent que dans le score. Un numéro en tête de \`q\` (« 12 », « 12 bis », « 12b ») est cherché **exactement** sur les voies et lieux-dits trouvés : une voie qui l'a est remplacée par ce numéro, une voie qui ne l'a pas reste candidate. Un code postal écrit dans \`q\` compte dans le score ; le paramètre \`code_postal\` filtre.
+**Recherche.** \`q\` est lu comme l'écrivent les fichiers et les gens, avec la normalisation même de l'import de la BAN : majuscules, accents, tirets et apostrophes ignorés (« D AUMALE » = « d'Aumale », « ST LOUIS EN L ILE » = « Saint-Louis-en-l'Île ») ; types de voie écrits en entier ou abrégés comme l'AFNOR, le cadastre et DVF les abrègent (BD, BLD, AV, R, PL, PAS, IMP, VLA, CITE, SQ, QU, ALL, CHE, CHEM, RTE, FG, FBG, CRS, RPT, SEN, SENT, HAM, LD, ZA, ZI, RES, PRV, MTE…) ; ST, STE, FG et les titres abrégés (GAL, MAL, PDT, DR…) ; ordinaux et chiffres romains (1ER, IER, PREMIER = 1 ; HENRI IV = Henri 4). **Le type de voie compte** : un boulevard n'est pas une rue.
 
-**Score** (0-1, 3 décimales) = 0,8 × part de la requête retrouvée dans le candidat + 0,2 × part du candidat retrouvée dans la requête. Chaque mot de la requête est comparé aux mots du candidat (voie ou lieu-dit, commune, ancienne commune) par distance d'édition (une inversion de deux lettres compte pour une faute) et pèse sa longueur (les petits mots « de », « la »… pèsent 1) ; le numéro pèse 3 (trouvé : 1, autre indice de répétition : 0,8), un code postal aussi (égal ou non). 1 = identique. Les candidats sous 0,35 ne sont pas servis ; à score égal, les numéros passent avant les voies, les voies avant les lieux-dits et les communes.
+**Communes.** Un code postal ou un code INSEE écrit dans \`q\`, ou le nom d'une commune à la fin de \`q\` (à une faute près ; « Paris », « Paris 11e », une commune déléguée), **lie la recherche à ses communes** : leurs voies et lieux-dits y sont cherchés par trigrammes (pg_trgm : une faute de frappe, une lettre inversée ne les perdent pas). Les autres communes ne sont lues qu'à défaut, quand aucun candidat des communes liées n'atteint 0,7, ou quand \`q\` ne donne ni code ni commune reconnue : leurs voies et lieux-dits qui ont tous les mots du nom, écrits tels quels (200 au plus, sans ordre entre eux avant le score), sinon ceux que les trigrammes trouvent ; hors des communes d'un code donné, leur score est multiplié par 0,8. Le paramètre \`code_postal\` filtre : seules les communes de ce code (postal, ou INSEE) sont lues. Un numéro en tête (« 12 », « 12 bis », « 12B », « 12 B BD … ») est cherché **exactement** sur les voies et lieux-dits trouvés : une voie qui l'a est remplacée par ce numéro, une voie qui ne l'a pas reste candidate.
+
+**Score** (0-1, 3 décimales) = 0,8 × part de la requête retrouvée dans le candidat + 0,2 × part du candidat retrouvée dans la requête. La requête compte son numéro (poids 3 : trouvé 1, autre indice de répétition 0,8 ; B, T, Q valent bis, ter, quater), son type de voie (3 : le même 1, un type voisin, chemin rural pour chemin, 0,5, un autre 0), chaque mot du nom (sa longueur, 1 pour « de », « la »…) comparé aux noms du candidat (nom BAN, nom AFNOR, alias, lieu-dit d'un numéro) par distance d'édition (une inversion de deux lettres est une faute ; un mot coupé, « HOSPIT » pour « Hospitalières », vaut 0,9), chaque code postal ou INSEE (3 : la commune du candidat l'a) et la commune nommée (4). Le candidat compte son type (3) et les mots du nom sous lequel il est servi. 1 = identique. Les candidats sous 0,3 ne sont pas servis ; à score égal, celui dont les mots sont dans l'ordre de la requête, puis les numéros avant les voies, les voies avant les lieux-dits et les communes.
 
 ${DESCRIPTION_COMMUNE} Une recherche du bac à sable qui ne trouve rien répond 403 \`hors_bac_a_sable\`, sauf si \`code_postal\` est celui d'une commune du bac à sable (liste vide) ; un \`code_postal\` hors de ces communes répond 403 d'emblée.`;
 

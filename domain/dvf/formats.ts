@@ -136,6 +136,15 @@ function texte(raw: string | undefined): string | null {
   return text ? text : null;
 }
 
+/**
+ * The FANTOIR street code on 4 characters, as the BAN writes it (`0730`): the DVF API's export drops leading zeros
+ * (`730`), and sales are attached to BAN numbers by this code.
+ */
+function codeVoie(raw: string | undefined): string | null {
+  const code = texte(raw)?.toUpperCase() ?? null;
+  return code && /^\d{1,3}$/.test(code) ? code.padStart(4, '0') : code;
+}
+
 // A file holds a few hundred distinct dates and natures over millions of lines: each is checked once.
 const DATES = new Map<string, string>();
 const NATURES_LUES = new Map<string, Nature>();
@@ -319,7 +328,7 @@ function etalabFormat(header: string[]): Format {
         numero: entier(f[i.numero], 'adresse_numero', false),
         suffixe: suffixe(f[i.suffixe] ?? ''),
         voie: texte(f[i.voie]),
-        codeVoie: texte(f[i.codeVoie])?.toUpperCase() ?? null,
+        codeVoie: codeVoie(f[i.codeVoie]),
         codePostal: texte(f[i.codePostal])?.padStart(5, '0') ?? null,
         insee,
         commune: texte(f[i.nomCommune]),
@@ -441,7 +450,7 @@ function dgfipFormat(header: string[]): Format {
         numero: entier(at(f, 'numero'), 'No voie', true),
         suffixe: suffixe(at(f, 'btq') ?? ''),
         voie: voie ? [typeVoie, voie].filter(Boolean).join(' ') : null,
-        codeVoie: texte(at(f, 'code_voie'))?.toUpperCase() ?? null,
+        codeVoie: codeVoie(at(f, 'code_voie')),
         codePostal: texte(at(f, 'code_postal'))?.padStart(5, '0') ?? null,
         insee,
         commune: texte(at(f, 'commune')),

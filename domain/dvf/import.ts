@@ -1,6 +1,12 @@
 import { stat } from 'node:fs/promises';
 import type { Db } from '../../db/client.ts';
-import { ImportError, type Dataset, type ImportSource } from '../import/source.ts';
+import {
+  ImportError,
+  type Dataset,
+  type ImportOptions,
+  type ImportReport,
+  type ImportSource,
+} from '../import/source.ts';
 import { createFreshVintages, vintagePartitions, type FreshVintages } from './partitions.ts';
 import { LECTEURS, readInWorkers } from './readers.ts';
 import { createWriter, STAGING } from './rows.ts';
@@ -53,13 +59,25 @@ export interface DvfImportReport {
   millesimes: number[];
 }
 
-/** Imports a DVF file (Etalab geolocated CSV or raw DGFiP) into `dataset`; see the top of this file. */
-export async function importDvf(db: Db, source: string, options: DvfImportOptions = {}): Promise<DvfImportReport> {
+/**
+ * Imports DVF files (Etalab geolocated CSV or raw DGFiP, plain or gzipped) into `dataset`; see the top of this file.
+ * Several files (Etalab publishes one per commune or département and year) are one import: read one after the other,
+ * a vintage new to the dataset appears once, whole, when all are read.
+ */
+export async function importDvf(
+  db: Db,
+  sources: string | string[],
+  options: DvfImportOptions = {},
+): Promise<DvfImportReport> {
   const dataset = options.dataset ?? 'live';
-  const info = await stat(source).catch(() => null);
-  if (!info?.isFile()) throw new ImportError(`Fichier DVF introuvable : ${source}.`);
+  const files = typeof sources === 'string' ? [sources] : sources;
+  if (files.length === 0) throw new ImportError('Aucun fichier DVF à importer.');
+  for (const file of files) {
+    const info = await stat(file).catch(() => null);
+    if (!info?.isFile()) throw new ImportError(`Fichier DVF introuvable : ${file}.`);
+  }
   const report: DvfImportReport = {
-    source,
+    source: files.length === 1 ? files[0] : `${files.length} fichiers, de ${files[0]} à ${files.at(-1)}`,
     format: 'etalab',
     formatLibelle: '',
     lus: 0,
@@ -84,7 +102,7 @@ export async function importDvf(db: Db, source: string, options: DvfImportOption
     const dejaLa = new Set(attached);
     vintages = createFreshVintages(db, client, dataset, attached);
     const writer = createWriter(client, dataset, vintages, report.mutations);
-    const lecture = await readInWorkers(source, options.lecteurs ?? LECTEURS, dataset, attached, async (lot) => {
+    const lecture = await readInWorkers(files, options.lecteurs ?? LECTEURS, dataset, attached, async (lot) => {
       if (lot.oublier) await writer.forget(lot.oublier);
       await writer.write(lot);
       report.lus = lot.lus;
@@ -193,13 +211,13 @@ export async function attachBanKeys(db: Pick<Db, 'query'>, dataset: Dataset, ins
   return (byNumber.rowCount ?? 0) + (byParcel.rowCount ?? 0);
 }
 
-/** The `dvf` source of the importers' CLI. */
-export const dvfSource: ImportSource = {
-  name: 'dvf',
-  description:
-    'ventes DVF : CSV « DVF géolocalisées » d’Etalab (40 colonnes) ou fichier brut de la DGFiP (ValeursFoncieres-AAAA.txt, séparateur |)',
-  async run(db, chemin, { sandbox, onProgress }) {
-    const report = await importDvf(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
+async function runDvf(
+  db: Db,
+  chemins: string | string[],
+  { sandbox, onProgress }: ImportOptions,
+): Promise<ImportReport> {
+  {
+    const report = await importDvf(db, chemins, { dataset: sandbox ? 'sandbox' : 'live', onProgress });
     const m = report.mutations;
     return {
       source: report.source,
@@ -217,5 +235,14 @@ export const dvfSource: ImportSource = {
           : []),
       ],
     };
-  },
+  }
+}
+
+/** The `dvf` source of the importers' CLI: one file, or several (files, folders, globs) in one import. */
+export const dvfSource: ImportSource = {
+  name: 'dvf',
+  description:
+    'ventes DVF : CSV « DVF géolocalisées » d’Etalab (40 colonnes, .csv ou .csv.gz) ou fichier brut de la DGFiP (ValeursFoncieres-AAAA.txt, séparateur |) ; plusieurs fichiers, un dossier ou un motif (dvf-2024/*.csv.gz) en un import',
+  run: runDvf,
+  morceaux: { fichiers: /\.(csv|txt)(\.gz)?$/i, run: runDvf },
 };

@@ -1,10 +1,29 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { TextDecoder } from 'node:util';
+import { createGunzip } from 'node:zlib';
 import { ImportError } from '../import/source.ts';
 import { formatOf, Rejet, type Format, type Ligne } from './formats.ts';
 
 /** Reading: lines in constant memory, UTF-8 or Windows-1252, LF or CRLF, split between readers, grouped by mutation. */
+
+/** The file's bytes, gunzipped when it is gzipped (Etalab publishes `.csv.gz`). */
+async function bytesOf(file: string): Promise<Readable> {
+  const head = Buffer.alloc(2);
+  const handle = await open(file, 'r');
+  try {
+    await handle.read(head, 0, 2, 0);
+  } finally {
+    await handle.close();
+  }
+  const raw = createReadStream(file, { highWaterMark: 1 << 16 });
+  if (head[0] !== 0x1f || head[1] !== 0x8b) return raw;
+  const gunzip = createGunzip({ chunkSize: 1 << 16 });
+  raw.on('error', (error) => gunzip.destroy(error));
+  return raw.pipe(gunzip);
+}
 
 /**
  * The file's bytes in chunks of whole lines (the last one may lack its end of line), read 64 KiB at a time: the
@@ -13,7 +32,7 @@ import { formatOf, Rejet, type Format, type Ligne } from './formats.ts';
  */
 async function* wholeLines(file: string): AsyncGenerator<Buffer> {
   let rest: Buffer | null = null;
-  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 16 }) as AsyncIterable<Buffer>) {
+  for await (const chunk of (await bytesOf(file)) as AsyncIterable<Buffer>) {
     const bytes: Buffer = rest ? Buffer.concat([rest, chunk]) : chunk;
     const end: number = bytes.lastIndexOf(10) + 1;
     rest = end < bytes.length ? bytes.subarray(end) : null;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { ImportError, MAX_REJETS_LISTES, type Dataset } from '../import/source.ts';
 import { foldMutation, idOf } from './fold.ts';
@@ -73,11 +74,12 @@ interface Millesime {
 }
 
 /**
- * Reads the file, groups its lines, folds the mutations and hands them out in batches (`emit` resolves when the
- * batch is written: the reader never runs more than that batch ahead).
+ * Reads the files one after the other, groups their lines, folds the mutations and hands them out in batches (`emit`
+ * resolves when the batch is written: the reader never runs more than that batch ahead). A mutation whose lines are
+ * in two files is regrouped like one whose lines are apart in one file.
  */
 async function readMutations(
-  source: string,
+  sources: string[],
   part: Part,
   batch: ReturnType<typeof createBatch>,
   emit: (transfert: Transfert) => Promise<void>,
@@ -95,11 +97,15 @@ async function readMutations(
     millesimes: [],
   };
   let format: Format | null = null;
+  const libelles: string[] = [];
   const onFormat = (f: Format) => {
     format = f;
-    lecture.format = f.nom;
-    lecture.formatLibelle = f.libelle;
+    if (libelles.length === 0) lecture.format = f.nom;
+    if (!libelles.includes(f.libelle)) libelles.push(f.libelle);
+    lecture.formatLibelle = libelles.join(' + ');
   };
+  // Several files: a rejected line says which file it is in.
+  let fichier = '';
   const insees = new Set<string>();
   const millesimes = new Map<number, Millesime>();
   const bloom = createBloom();
@@ -139,11 +145,18 @@ async function readMutations(
   const onLine = (line: Ligne | { ligne: number; motif: string }) => {
     lecture.lus++;
     if ('motif' in line) {
-      if (lecture.rejetes.length < MAX_REJETS_LISTES) lecture.rejetes.push(line);
+      if (lecture.rejetes.length < MAX_REJETS_LISTES) lecture.rejetes.push({ ...line, motif: fichier + line.motif });
     } else lecture.gardes++;
   };
+  // Lines of one file, then of the next: `format` is each file's own.
+  const toutes = async function* (onF: (f: Format) => void, onL: typeof onLine) {
+    for (const source of sources) {
+      fichier = sources.length > 1 ? `${path.basename(source)} : ` : '';
+      yield* groups(source, onF, onL, part);
+    }
+  };
 
-  for await (const done of groups(source, onFormat, onLine, part)) {
+  for await (const done of toutes(onFormat, onLine)) {
     for (const lines of done) {
       const id = idOf(lines);
       // Seen before in this file: its lines are not all consecutive, the second reading regroups them all.
@@ -168,11 +181,9 @@ async function readMutations(
     const replay = createBloom();
     const dejaEcrites = new Set<string>();
     const collected = new Map<string, Ligne[]>();
-    for await (const done of groups(
-      source,
+    for await (const done of toutes(
+      (f) => (format = f),
       () => {},
-      () => {},
-      part,
     )) {
       for (const lines of done) {
         const id = idOf(lines);
@@ -248,11 +259,11 @@ function merged(parts: Lecture[]): Lecture {
 }
 
 /**
- * Reads `source` in `lecteurs` worker threads; `write` gets their batches one at a time, with the lines read so far by
- * all of them. A reader waits for its batch to be written before it sends the next one.
+ * Reads `sources` in `lecteurs` worker threads; `write` gets their batches one at a time, with the lines read so far
+ * by all of them. A reader waits for its batch to be written before it sends the next one.
  */
 export function readInWorkers(
-  source: string,
+  sources: string[],
   lecteurs: number,
   dataset: Dataset,
   attached: Set<number>,
@@ -265,7 +276,7 @@ export function readInWorkers(
         new Worker(new URL(import.meta.url), {
           workerData: {
             [WORKER]: true,
-            source,
+            sources,
             part: { index, of: lecteurs } satisfies Part,
             dataset,
             attached: [...attached],
@@ -316,22 +327,22 @@ export function readInWorkers(
   });
 }
 
-/** What a reader is told: its file and part, and the dataset's vintages already there. */
+/** What a reader is told: its files and part, and the dataset's vintages already there. */
 interface LecteurData {
   [WORKER]: true;
-  source: string;
+  sources: string[];
   part: Part;
   dataset: Dataset;
   attached: number[];
 }
 
-async function runWorker({ source, part, dataset, attached }: LecteurData): Promise<void> {
+async function runWorker({ sources, part, dataset, attached }: LecteurData): Promise<void> {
   const port = parentPort!;
   const written: Array<() => void> = [];
   port.on('message', () => written.shift()?.());
   try {
     const lecture = await readMutations(
-      source,
+      sources,
       part,
       createBatch(dataset, new Set(attached)),
       (lot) =>

@@ -1,8 +1,12 @@
+import { existsSync } from 'node:fs';
+import { glob, readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { createDb, type Db } from '../../db/client.ts';
 import { connectDataDir } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import { loadConfig } from '../../lib/config.ts';
+import { ImportError } from './source.ts';
 
 /**
  * What the two CLIs that load data share (`npm run import`, `npm run sandbox`): their arguments and usage, the
@@ -59,4 +63,38 @@ export async function codeDeSortie(
     );
     return 1;
   }
+}
+
+const GLOB = /[*?[\]{}]/;
+
+/**
+ * The files of a source published in pieces that these paths give: a file as it is, a folder's files whose name
+ * matches `fichiers` (at any depth), a glob's matches (`dvf-2024/*.csv.gz`; a folder it matches, as a folder). Sorted,
+ * each once. Throws when a path gives none.
+ */
+export async function fichiersDesChemins(chemins: string[], fichiers: RegExp): Promise<string[]> {
+  const out = new Set<string>();
+  const ajouter = async (chemin: string, explicite: boolean): Promise<number> => {
+    const info = await stat(chemin).catch(() => null);
+    if (info?.isFile()) {
+      if (!explicite && !fichiers.test(path.basename(chemin))) return 0;
+      out.add(path.resolve(chemin));
+      return 1;
+    }
+    if (!info?.isDirectory()) return 0;
+    let n = 0;
+    for (const entree of (await readdir(chemin)).sort()) n += await ajouter(path.join(chemin, entree), false);
+    return n;
+  };
+  for (const chemin of chemins) {
+    let n = 0;
+    if (GLOB.test(chemin)) {
+      for await (const trouve of glob(chemin)) n += await ajouter(trouve, true);
+    } else n = await ajouter(chemin, true);
+    if (n > 0) continue;
+    if (!GLOB.test(chemin) && !existsSync(chemin))
+      throw new ImportError(`chemin introuvable : ${path.resolve(chemin)}`);
+    throw new ImportError(`aucun fichier à importer dans ${path.resolve(chemin)} (noms attendus : ${fichiers.source})`);
+  }
+  return [...out].sort((a, b) => a.localeCompare(b, 'fr', { numeric: true }));
 }

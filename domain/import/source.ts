@@ -30,6 +30,12 @@ export interface ImportSource {
   name: string;
   description: string;
   run(db: Db, path: string, options: ImportOptions): Promise<ImportReport>;
+  /**
+   * A source published in pieces (DVF per commune and year, the BAN per département): the names of its files, and its
+   * import of several of them at once. The CLI then takes several paths, folders (their files of that name, at any
+   * depth) and globs.
+   */
+  morceaux?: { fichiers: RegExp; run(db: Db, paths: string[], options: ImportOptions): Promise<ImportReport> };
 }
 
 /** An error whose message is for the user as it is (a missing file, an unknown format). */
@@ -46,17 +52,37 @@ export interface DatasetImportOptions {
   onProgress?: (progress: { lus: number; gardes: number }) => void;
 }
 
-/** The CLI source of an importer that takes a dataset and a progress callback. */
+type Importer<P> = (db: Db, path: P, options: DatasetImportOptions) => Promise<ImportReport>;
+
+/**
+ * The CLI source of an importer that takes a dataset and a progress callback; with `fichiers`, a source published in
+ * pieces whose importer takes several paths.
+ */
+export function importSource(name: string, description: string, importer: Importer<string>): ImportSource;
 export function importSource(
   name: string,
   description: string,
-  importer: (db: Db, path: string, options: DatasetImportOptions) => Promise<ImportReport>,
+  importer: Importer<string | string[]>,
+  fichiers: RegExp,
+): ImportSource;
+export function importSource(
+  name: string,
+  description: string,
+  importer: Importer<string> | Importer<string | string[]>,
+  fichiers?: RegExp,
 ): ImportSource {
+  const options = ({ sandbox, onProgress }: ImportOptions): DatasetImportOptions => ({
+    dataset: sandbox ? 'sandbox' : 'live',
+    onProgress,
+  });
   return {
     name,
     description,
-    run: (db, path, { sandbox, onProgress }) =>
-      importer(db, path, { dataset: sandbox ? 'sandbox' : 'live', onProgress }),
+    run: (db, path, o) => importer(db, path, options(o)),
+    // Only the second signature gives `fichiers`: its importer takes several paths.
+    ...(fichiers
+      ? { morceaux: { fichiers, run: (db, paths, o) => (importer as Importer<string[]>)(db, paths, options(o)) } }
+      : {}),
   };
 }
 

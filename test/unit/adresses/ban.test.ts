@@ -4,7 +4,8 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { banSource, importBan } from '../../../domain/adresses/import-ban.ts';
-import { analyser, resoudreAdresse, resoudreAdresseInverse, scorer } from '../../../domain/adresses/resoudre.ts';
+import { resoudreAdresse, resoudreAdresseInverse, scorer } from '../../../domain/adresses/resoudre.ts';
+import { analyserRequete } from '../../../domain/adresses/requete.ts';
 import { ImportError } from '../../../domain/import/source.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 
@@ -505,10 +506,17 @@ describe('resoudre_adresse', () => {
 
 describe('query analysis and score', () => {
   it('reads the leading number and its repetition index, not a postal code nor a preposition', () => {
-    expect(analyser('12 bis rue X')).toMatchObject({ numero: 12, suffixe: 'bis', mots: ['rue', 'x'] });
-    expect(analyser('12b, rue X')).toMatchObject({ numero: 12, suffixe: 'b' });
-    expect(analyser('3 a la ferme')).toMatchObject({ numero: 3, suffixe: null, mots: ['a', 'la', 'ferme'] });
-    expect(analyser('33360 Latresne')).toMatchObject({ numero: null, codesPostaux: ['33360'] });
+    expect(analyserRequete('12 bis rue X')).toMatchObject({ numero: 12, suffixe: 'bis', type: 'rue', mots: ['x'] });
+    expect(analyserRequete('12b, rue X')).toMatchObject({ numero: 12, suffixe: 'b' });
+    expect(analyserRequete('27 B BD DE CHARONNE')).toMatchObject({ numero: 27, suffixe: 'b', type: 'boulevard' });
+    expect(analyserRequete('12 A RUE DE LA PAIX')).toMatchObject({ numero: 12, suffixe: 'a', type: 'rue' });
+    expect(analyserRequete('12 R DE LA PAIX')).toMatchObject({ numero: 12, suffixe: null, type: 'rue' });
+    expect(analyserRequete('3 a la ferme')).toMatchObject({ numero: 3, suffixe: null, mots: ['a', 'la', 'ferme'] });
+    expect(analyserRequete('33360 Latresne')).toMatchObject({
+      numero: null,
+      codes: ['33360'],
+      commune: { mots: ['latresne'], insee: ['33234'] },
+    });
   });
 
   it('scores 1 for the same words and counts a swap of two letters as one typo', () => {
@@ -516,15 +524,16 @@ describe('query analysis and score', () => {
       type: 'numero' as const,
       numero: 12,
       suffixe: null,
-      voie: 'Rue de la Liberté',
-      lieu_dit: null,
+      typeVoie: 'rue',
+      noms: [['de', 'la', 'liberte']],
+      insee: '33234',
       commune: 'Latresne',
       ancienne_commune_nom: null,
       code_postal: '33360',
     };
-    expect(scorer(analyser('12 Rue de la Liberté 33360 Latresne'), ligne)).toBe(1);
-    const typo = scorer(analyser('12 rue de la libetre latresne'), ligne);
+    expect(scorer(analyserRequete('12 Rue de la Liberté 33360 Latresne'), ligne)).toBe(1);
+    const typo = scorer(analyserRequete('12 rue de la libetre latresne'), ligne);
     expect(typo).toBeGreaterThan(0.9);
-    expect(scorer(analyser('12 rue de la paix latresne'), ligne)).toBeLessThan(typo - 0.1);
+    expect(scorer(analyserRequete('12 rue de la paix latresne'), ligne)).toBeLessThan(typo - 0.1);
   });
 });
