@@ -281,7 +281,7 @@ export function normaliserTexte(text: string): string[] {
   return motsCanoniques(plier(text).split(' ').filter(Boolean));
 }
 
-/** What the BAN import stores of a street or place name (db/migrations/015_adresses_normalisees.sql). */
+/** What the BAN import stores of a street or place name (db/migrations/017_adresses_normalisees.sql). */
 export interface NomIndexe {
   type_voie: string | null;
   /** Canonical words of the name, without its type. */

@@ -320,7 +320,7 @@ interface Recherche {
 async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<LigneLue[]> {
   const params: unknown[] = [dataset, r.texte, r.type, r.numero];
   const liees = r.communes ? params.push(r.communes) : 0;
-  // As adresses_recherche keys them (db/migrations/015_adresses_normalisees.sql).
+  // As adresses_recherche keys them (db/migrations/017_adresses_normalisees.sql).
   const cles = liees ? params.push(r.communes!.map((insee) => `${dataset}:${insee}`)) : 0;
   const communes = liees ? `AND (a.dataset || ':' || a.insee) = ANY ($${cles}::text[])` : '';
   const correspond = {
