@@ -4,6 +4,7 @@ import { migrate } from '../db/migrate.ts';
 import type { Config } from '../lib/config.ts';
 import { buildApp } from './app.ts';
 import { connectTemporal, createTemporalEngine, retryDelaysS } from '../lib/temporal.ts';
+import { startTaskResumer } from '../domain/taches/reprise.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -25,12 +26,17 @@ export async function startServer(config: Config, databaseUrl: string): Promise<
       })
     : undefined;
   const app = await buildApp({ config, db, services: { tasks } });
+  // Tasks left unstarted by an api that stopped between writing them and starting them (this one or another).
+  const resumer = tasks
+    ? startTaskResumer({ db, engine: tasks }, (error) => app.log.warn({ err: error }, 'reprise des tâches en échec'))
+    : null;
   const address = await app.listen({ port: config.PORT, host: config.HOST });
   return {
     app,
     db,
     url: address.replace('://[::1]', '://localhost'),
     async close() {
+      await resumer?.stop();
       await app.close();
       await temporal?.close();
       await db.end();

@@ -69,6 +69,7 @@ export interface Caller {
 
 /** Starts a task's engine (Temporal in production): the domain only knows this interface. */
 export interface TaskEngine {
+  /** Starts the task's workflow; a task already started (running or ended) is left as it is. */
   start(task: { id: string; operation: string }): Promise<void>;
   /** Asks a running task to stop (its activities are cancelled; its workflow cleans up). */
   cancel(taskId: string): Promise<void>;

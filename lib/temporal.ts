@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { TaskEngine } from '../domain/catalogue.ts';
 
 /** The workflow type of each task operation (workflows/index.ts exports them). */
@@ -38,11 +38,17 @@ export function createTemporalEngine(
     async start(task) {
       const workflowType = WORKFLOW_OF[task.operation];
       if (!workflowType) throw new Error(`Aucun workflow pour l’opération ${task.operation}`);
-      await client.workflow.start(workflowType, {
-        workflowId: task.id,
-        taskQueue: options.taskQueue,
-        args: [{ tacheId: task.id, delaisLivraisonS: options.delaisLivraisonS }],
-      });
+      try {
+        await client.workflow.start(workflowType, {
+          workflowId: task.id,
+          taskQueue: options.taskQueue,
+          args: [{ tacheId: task.id, delaisLivraisonS: options.delaisLivraisonS }],
+          // A task runs once: starting it again (resumeStalledTasks) finds its workflow, running or ended.
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
     },
     async cancel(taskId) {
       await client.workflow.getHandle(taskId).cancel();
