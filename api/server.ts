@@ -38,6 +38,7 @@ export async function startServer(config: Config, databaseUrl: string): Promise<
     async close() {
       await resumer?.stop();
       await app.close();
+      await tasks?.drain();
       await temporal?.close();
       await db.end();
     },

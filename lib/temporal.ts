@@ -33,22 +33,34 @@ export async function connectTemporal(address: string): Promise<{ client: Client
 export function createTemporalEngine(
   client: Client,
   options: { taskQueue: string; delaisLivraisonS: number[] },
-): TaskEngine {
+): TaskEngine & { drain(): Promise<void> } {
+  // Starts under way: a task's start does not hold up its 202, so a clean stop waits for them before it closes the
+  // connection they use.
+  const underway = new Set<Promise<unknown>>();
+  async function start(task: { id: string; operation: string }) {
+    const workflowType = WORKFLOW_OF[task.operation];
+    if (!workflowType) throw new Error(`Aucun workflow pour l’opération ${task.operation}`);
+    try {
+      await client.workflow.start(workflowType, {
+        workflowId: task.id,
+        taskQueue: options.taskQueue,
+        args: [{ tacheId: task.id, delaisLivraisonS: options.delaisLivraisonS }],
+        // A task runs once: starting it again (resumeStalledTasks) finds its workflow, running or ended.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+  }
   return {
-    async start(task) {
-      const workflowType = WORKFLOW_OF[task.operation];
-      if (!workflowType) throw new Error(`Aucun workflow pour l’opération ${task.operation}`);
-      try {
-        await client.workflow.start(workflowType, {
-          workflowId: task.id,
-          taskQueue: options.taskQueue,
-          args: [{ tacheId: task.id, delaisLivraisonS: options.delaisLivraisonS }],
-          // A task runs once: starting it again (resumeStalledTasks) finds its workflow, running or ended.
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        });
-      } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-      }
+    start(task) {
+      const started = start(task);
+      const settled = started.catch(() => {}).finally(() => underway.delete(settled));
+      underway.add(settled);
+      return started;
+    },
+    async drain() {
+      await Promise.all(underway);
     },
     async cancel(taskId) {
       await client.workflow.getHandle(taskId).cancel();

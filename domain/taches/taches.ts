@@ -124,8 +124,11 @@ export async function readTask(db: Queryable, id: string, organisationId: string
 
 /**
  * Creates a task and reserves its price in one statement (svc_creer_tache: one round trip, one commit), then starts
- * it. With an idempotency key, the same key and body give back the same task; another body with the same key is a
- * 409 conflit.
+ * it without making the client wait for the start: from the commit on, the task is durable and will run, whatever
+ * happens to this process (the task resumer, domain/taches/reprise.ts, starts a task still waiting 10 s after it was
+ * written). A start the engine refuses ends the task `echouee` (service_indisponible) with its credits given back,
+ * as a client learns from the envelope. With an idempotency key, the same key and body give back the same task;
+ * another body with the same key is a 409 conflit.
  */
 export async function createTask(
   deps: { db: Db; engine: TaskEngine },
@@ -166,19 +169,15 @@ export async function createTask(
   }
   if (issue === 'plafond_cle') throw new ApiError('plafond_cle', 'Plafond mensuel de la clé atteint.');
   if (issue === 'creee') {
-    try {
-      await deps.engine.start({ id: row.id, operation: task.operation });
-    } catch {
-      // Nothing ran: the task is marked failed and its credits given back, so nothing is lost or half-written.
-      await failTask(deps.db, row.id, {
+    deps.engine.start({ id: row.id, operation: task.operation }).catch(() =>
+      // Nothing ran: the task ends failed and its credits are given back, so nothing is lost or half-written.
+      failTask(deps.db, row.id, {
         code: 'service_indisponible',
-        detail: 'Le moteur de tâches est injoignable.',
-      });
-      throw new ApiError(
-        'service_indisponible',
-        'Le moteur de tâches est momentanément injoignable ; rien n’a été débité.',
-      );
-    }
+        detail: 'Le moteur des tâches était injoignable au départ de la tâche ; rien n’a été débité : relancez-la.',
+      }).catch(() => {
+        // The database too is gone: the task resumer starts it once both are back.
+      }),
+    );
   }
   return { row, created: issue === 'creee', restants };
 }

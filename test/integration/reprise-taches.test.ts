@@ -48,3 +48,39 @@ describe('a task whose start was cut short', () => {
     ]);
   }, 60_000);
 });
+
+// The 202 does not wait for the workflow's start: a start the engine refuses must still end the task, and give its
+// credits back, where the client looks for it (the envelope), instead of leaving it waiting with its credits held.
+describe('a task whose start the engine refuses', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    const refuse = async () => {
+      throw new Error('Temporal injoignable');
+    };
+    t = await createTestApp({ services: { tasks: { start: refuse, cancel: refuse } } });
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers 202, then ends echouee (service_indisponible) with its reservation given back once', async () => {
+    const org = await t.organisation({ acces: 'usage' });
+    const started = await t.call('POST', '/urbanisme/reglements', org.cle, { ...POINTS.hors_zone });
+    expect(started.statusCode).toBe(202);
+    const id = started.json().tache.id;
+    const done = await t.call('GET', `/urbanisme/reglements/${id}?attendre=30`, org.cle);
+    expect(done.json().tache.statut).toBe('echouee');
+    expect(done.json().erreur.code).toBe('service_indisponible');
+    expect(done.json().credits).toEqual({ debites: 0, restants: 500 });
+    const { rows } = await t.db.query('SELECT genre, credits FROM mouvements WHERE tache = $1 ORDER BY id', [id]);
+    expect(rows).toEqual([
+      { genre: 'reservation', credits: -60 },
+      { genre: 'restitution', credits: 60 },
+    ]);
+    // Nothing is left for the resumer: an ended task is never started again.
+    expect(await resumeStalledTasks({ db: t.db, engine: { start: async () => {}, cancel: async () => {} } }, 0)).toBe(
+      0,
+    );
+  }, 60_000);
+});
