@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import pino from 'pino';
 import type { Operation, Services } from '../domain/catalogue.ts';
 import { OPERATIONS } from '../domain/operations.ts';
@@ -31,6 +31,19 @@ export interface AppDeps {
   services?: Partial<Services>;
 }
 
+/**
+ * One log line per request, written when it ends, with what was asked and what was answered, instead of Fastify's
+ * two ("incoming request", then "request completed"): half the serialising per request, and the same facts.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest() {}
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    if (error)
+      reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
 /** The whole HTTP application; the process entry (api/main.ts) only configures and listens. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
@@ -54,6 +67,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     clientErrorHandler: clientErrorHandler(config.REQUEST_TIMEOUT_S),
     genReqId: newRequestId,
+    logController: new OneLinePerRequest(),
     requestIdHeader: false,
     return503OnClosing: true,
     // Long enough for every documented path parameter: the operation's own validation then says what is wrong.

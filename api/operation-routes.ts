@@ -80,5 +80,5 @@ async function send(answer: Invocation, request: FastifyRequest, reply: FastifyR
     const file = await operation.representation.read(services, output);
     return reply.code(200).headers(file.headers).send(Buffer.from(file.bytes));
   }
-  return reply.type('application/json; charset=utf-8').send(answer.json);
+  return reply.type('application/json; charset=utf-8').send(answer.body);
 }

@@ -36,8 +36,10 @@ export interface Invocation {
   /** The result, without the `credits` block (for a task: the envelope, which carries the task's own). */
   output: unknown;
   credits: Credits;
-  /** The result as JSON with its `credits` block: the body every transport sends. */
-  json: string;
+  /** The result as JSON with its `credits` block, in UTF-8: the body every transport sends. */
+  body: Buffer;
+  /** The same body as a string (decoded on demand: HTTP sends the bytes). */
+  readonly json: string;
   /** The answer's fingerprint (the HTTP ETag); an identical answer within 24 h is not debited again. */
   fingerprint: string;
   /** The caller already holds this very answer (`known`): nothing is sent, nothing debited. */
@@ -125,12 +127,13 @@ async function withTimeout<T>(
 /** A result with its serialised payload (without `credits`) and its fingerprint. */
 interface Result {
   output: unknown;
-  payload: string;
+  /** The output as JSON in UTF-8, encoded once: hashed, kept and sent as bytes, never re-encoded per answer. */
+  payload: Buffer;
   fingerprint: string;
 }
 
 function toResult(operation: Operation, output: unknown): Result {
-  const payload = JSON.stringify(output);
+  const payload = Buffer.from(JSON.stringify(output));
   const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
   return { output, payload, fingerprint: `"${digest.slice(0, 27)}"` };
 }
@@ -187,10 +190,11 @@ function createServedMemory() {
   };
 }
 
-/** The payload with its `credits` block, as one JSON object. */
-function withCredits(payload: string, credits: Credits): string {
-  const block = JSON.stringify(credits);
-  return payload === '{}' ? `{"credits":${block}}` : `${payload.slice(0, -1)},"credits":${block}}`;
+/** The payload with its `credits` block, as one JSON object (the payload's closing brace replaced by the block). */
+function withCredits(payload: Buffer, credits: Credits): Buffer {
+  const empty = payload.length === 2; // `{}`
+  const block = Buffer.from(`${empty ? '' : ','}"credits":${JSON.stringify(credits)}}`);
+  return Buffer.concat([payload.subarray(0, -1), block], payload.length - 1 + block.length);
 }
 
 /**
@@ -265,11 +269,15 @@ export function createPipeline(deps: {
       : operation.task
         ? (result.output as { credits: Credits }).credits
         : await bill(admission, result, now.getTime());
+    const body = operation.task ? result.payload : withCredits(result.payload, credits);
     return {
       operation,
       output: result.output,
       credits,
-      json: operation.task ? result.payload : withCredits(result.payload, credits),
+      body,
+      get json() {
+        return body.toString();
+      },
       fingerprint: result.fingerprint,
       unchanged,
       dataDate,

@@ -67,7 +67,9 @@ describe('request logs', () => {
     );
     expect(completed.get(last.headers.get('svc-requete'))).toBe(404);
     expect(ids.filter((id) => completed.get(id) !== 200)).toEqual([]);
-    expect(lines.find((l) => l.reqId === ids[0] && l.msg === 'incoming request')?.req).toMatchObject({
+    // One line per request, saying what was asked and what was answered.
+    expect(lines.filter((l) => l.reqId === ids[0])).toHaveLength(1);
+    expect(lines.find((l) => l.reqId === ids[0] && l.msg === 'request completed')?.req).toMatchObject({
       method: 'GET',
       url: '/health',
     });
