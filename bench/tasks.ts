@@ -111,13 +111,13 @@ const rows = (label: string, pick: (m: typeof memory) => number[]) => [
 await writeSection(
   'Task runtime',
   [
-    `Machine: ${machine()}; load average ${load} when the run began. The service as \`npm start\` runs it (api and worker in one process, embedded PostgreSQL 18, logs at the default level), its Temporal dev server's history in memory, then in a SQLite file as \`npm start\` keeps it; the client in a process of its own. Tasks on points without zone: they end as soon as the zone is looked up.`,
+    `Machine: ${machine()}; load average ${load} when the run began. The service as \`npm start\` runs it (api and worker each in a process of its own, embedded PostgreSQL 18, logs at the default level), its Temporal dev server's history in memory, then in a SQLite file as \`npm start\` keeps it; the client in a process of its own. Tasks on points without zone: they end as soon as the zone is looked up.`,
     `At rest: ${N} tasks one after the other, each started when the previous one has ended and awaited by \`GET …?attendre=30\` sent on its 202, a bare start beside each. Stream: ${N} starts back to back, each task running in the service while the next ones start, a bare start beside each. Bare starts are of the same workflow type on a queue no worker polls, on the same server, alternated with the POSTs (after ${WARM_UP} of each to warm up).`,
     '',
     '| measure | Temporal history | p50 ms | p95 ms | p99 ms |',
     '|---|---|---|---|---|',
     ...rows(
-      'POST /urbanisme/reglements → 202, at rest (key, checks, reservation and task row, workflow start)',
+      'POST /urbanisme/reglements → 202, at rest (key, checks, reservation and task row; the workflow is started beside the answer)',
       (m) => m.rest.posts,
     ),
     ...rows('bare `client.workflow.start`, at rest', (m) => m.rest.bares),
