@@ -146,6 +146,7 @@ La réponse est une tâche : toujours 202 et \`Location\`, même quand la tâche
 Décisions :
 - Le point est \`lat\`/\`lon\` s'il est donné, sinon la position de l'adresse BAN \`cle_ban\`, sinon celle de la meilleure adresse trouvée pour \`q\` (et \`code_postal\`) ; une adresse inconnue répond 404 \`adresse_introuvable\`, sans débit.
 - Une zone déjà lue dans le même document (même contenu) vient du cache des lectures (\`lecture.depuis_cache\`), sans appel au modèle. Au plus \`MODEL_CONCURRENCY\` lectures par worker en même temps (2 par défaut) : au-delà, elles attendent leur tour.
+- Le 202 part dès que la tâche et sa réservation sont enregistrées ; la tâche est lancée aussitôt à côté (et relancée par le service si celui-ci s'arrête entre les deux). Si le moteur des tâches refuse ce lancement, la tâche finit \`echouee\` avec l'erreur \`service_indisponible\` et ses crédits sont rendus : relancez-la plus tard. Sans moteur des tâches configuré, la requête répond 503 \`service_indisponible\`.
 - \`Idempotency-Key\` : la même clé et le même corps (hors \`attendre\`) rendent la même tâche ; un autre corps avec la même clé répond 409 \`conflit\`.
 - \`webhook\` : appelé à la fin de la tâche, signé avec le secret de l'abonnement de l'organisation à cette même URL (créez-le par \`POST /webhooks\`, il donne le secret) ; une URL sans abonnement actif est refusée (400). La livraison porte la tâche et \`resultat_url\`, pas le résultat.
 - Le résultat est gardé ${7} jours après la création de la tâche (\`expire_le\`).`,
