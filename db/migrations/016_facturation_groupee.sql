@@ -1,5 +1,9 @@
 -- Billing at the speed of reads, and limits that hold across api instances.
 
+-- Debits carry no idempotency key: the unique index holds only the movements that have one.
+ALTER TABLE mouvements DROP CONSTRAINT mouvements_cle_idempotence_key;
+CREATE UNIQUE INDEX mouvements_cle_idempotence ON mouvements (cle_idempotence) WHERE cle_idempotence IS NOT NULL;
+
 -- Debits of served answers, grouped: one statement (one transaction, one WAL flush) writes a whole batch, for any
 -- number of organisations. The organisations' rows are locked first, in id order (two instances' batches never wait
 -- on each other in a cycle), and each one's debits are checked in the order given, each against the balance the previous ones
@@ -9,6 +13,8 @@
 --   identique             a response identical to this one was served within 24 h (`servi_le`), or earlier in the
 --                         batch: nothing debited
 --   credits_insuffisants / plafond_cle / organisation_absente   nothing written
+-- Each statement a PL/pgSQL function runs costs an executor start: a batch of one organisation's key runs seven,
+-- whatever its size (locks, the items' facts, the organisation's balances, the key's cap, two inserts, the result).
 CREATE FUNCTION svc_debiter_lot(p_orgs uuid[], p_cles uuid[], p_credits integer[], p_operations text[],
                                 p_requetes text[], p_empreintes text[])
 RETURNS TABLE (rang integer, issue text, debites integer, restants bigint, servi_le timestamptz)
@@ -18,13 +24,10 @@ DECLARE
   m date := svc_mois();
   maintenant timestamptz := now();
   ordre integer[];
-  -- Per item: its outcome, the credits left after it, when its answer was served.
   issues text[] := array_fill(NULL::text, ARRAY[nb]);
   apres bigint[] := array_fill(0::bigint, ARRAY[nb]);
   servis timestamptz[];
-  -- Per item: the first item of the batch with the same organisation and fingerprint (itself when none).
   premiers integer[];
-  -- Per item: what its debit takes from each pool, and the ledger's running columns after it.
   d_gratuits integer[] := array_fill(0, ARRAY[nb]);
   d_inclus integer[] := array_fill(0, ARRAY[nb]);
   d_factures integer[] := array_fill(0, ARRAY[nb]);
@@ -35,16 +38,16 @@ DECLARE
   org uuid;
   existe boolean;
   acces text;
-  s record;
+  plafond_eur numeric;
+  inclus_du boolean;
   dernier mouvements;
+  dernier_mois date;
   gratuits bigint;
   inclus bigint;
   facturables bigint;
   g bigint;
   i bigint;
   f bigint;
-  cle_inclus text;
-  -- Keys met in this organisation's items: their monthly cap and what they used so far.
   vues uuid[];
   utilises bigint[];
   plafonds integer[];
@@ -59,42 +62,53 @@ BEGIN
   IF nb = 0 THEN
     RETURN;
   END IF;
-  SELECT array_agg(x ORDER BY p_orgs[x], x) INTO ordre FROM generate_subscripts(p_orgs, 1) AS x;
-  -- Every organisation's lock first, in id order: what another batch wrote for them is then committed and seen.
-  FOR org IN SELECT DISTINCT o FROM unnest(p_orgs) AS o ORDER BY 1 LOOP
-    PERFORM 1 FROM organisations WHERE id = org FOR NO KEY UPDATE;
-  END LOOP;
-  org := NULL;
-  -- One primary-key probe per item (a join could hash the whole table).
-  SELECT array_agg((SELECT r.servi_le FROM reponses_servies r
-                     WHERE r.organisation_id = p_orgs[x] AND r.empreinte = p_empreintes[x]
-                       AND r.servi_le > maintenant - interval '24 hours') ORDER BY x)
-    INTO servis FROM generate_subscripts(p_orgs, 1) AS x;
-  SELECT array_agg(premier ORDER BY x) INTO premiers
-    FROM (SELECT x, CASE WHEN p_empreintes[x] IS NULL THEN x
-                         ELSE min(x) OVER (PARTITION BY p_orgs[x], p_empreintes[x]) END AS premier
-            FROM generate_subscripts(p_orgs, 1) AS x) AS groupes;
+  -- Every organisation's lock first, in id order (rows are locked as the sorted scan returns them): what another
+  -- batch wrote for them is then committed and seen, and two batches never wait on each other in a cycle.
+  PERFORM 1 FROM organisations WHERE id = ANY (p_orgs) ORDER BY id FOR NO KEY UPDATE;
+  -- Per item, under those locks: when its answer was served within 24 h (one primary-key probe each), the first
+  -- item of the batch with the same organisation and fingerprint, and the order of the checks.
+  SELECT array_agg(s ORDER BY x), array_agg(premier ORDER BY x), array_agg(x ORDER BY p_orgs[x], x)
+    INTO servis, premiers, ordre
+    FROM (SELECT x,
+                 (SELECT r.servi_le FROM reponses_servies r
+                   WHERE r.organisation_id = p_orgs[x] AND r.empreinte = p_empreintes[x]
+                     AND r.servi_le > maintenant - interval '24 hours') AS s,
+                 CASE WHEN p_empreintes[x] IS NULL THEN x
+                      ELSE min(x) OVER (PARTITION BY p_orgs[x], p_empreintes[x]) END AS premier
+            FROM generate_subscripts(p_orgs, 1) AS x) AS items;
 
   FOREACH k IN ARRAY ordre LOOP
     IF org IS DISTINCT FROM p_orgs[k] THEN
       org := p_orgs[k];
-      SELECT true, o.acces INTO existe, acces FROM organisations o WHERE o.id = org;
+      -- The organisation, its last movement and whether the month's included grant is due, in one statement.
+      SELECT true, o.acces, o.plafond_depense_eur,
+             o.acces IN ('data', 'contrat') AND NOT EXISTS (
+               SELECT 1 FROM mouvements WHERE cle_idempotence = 'inclus:' || o.id || ':' || to_char(m, 'YYYY-MM')),
+             l.solde_gratuits, l.solde_inclus, l.factures_mois, l.mois
+        INTO existe, acces, plafond_eur, inclus_du, g, i, f, dernier_mois
+        FROM organisations o
+        LEFT JOIN LATERAL (SELECT * FROM mouvements mv WHERE mv.organisation_id = o.id ORDER BY mv.id DESC LIMIT 1) l
+          ON true
+       WHERE o.id = org;
       existe := coalesce(existe, false);
       IF existe THEN
-        -- The month's included grant first, when due (as svc_ecrire writes it).
-        cle_inclus := 'inclus:' || org || ':' || to_char(m, 'YYYY-MM');
-        IF acces IN ('data', 'contrat') AND NOT EXISTS (SELECT 1 FROM mouvements WHERE cle_idempotence = cle_inclus) THEN
-          PERFORM svc_ecrire(org, NULL, 'inclus_mensuel', 0, 100000, 0, NULL, NULL, NULL,
-                             'Crédits inclus dans l''abonnement du mois', cle_inclus);
+        IF inclus_du THEN
+          -- Once a month: the included grant first, as svc_ecrire writes it.
+          dernier := svc_ecrire(org, NULL, 'inclus_mensuel', 0, 100000, 0, NULL, NULL, NULL,
+                                'Crédits inclus dans l''abonnement du mois',
+                                'inclus:' || org || ':' || to_char(m, 'YYYY-MM'));
+          g := dernier.solde_gratuits;
+          i := dernier.solde_inclus;
+          f := dernier.factures_mois;
+          dernier_mois := dernier.mois;
         END IF;
-        SELECT * INTO s FROM svc_solde(org, NULL);
-        gratuits := s.gratuits;
-        inclus := s.inclus;
-        facturables := s.facturables;
-        SELECT * INTO dernier FROM mouvements mv WHERE mv.organisation_id = org ORDER BY mv.id DESC LIMIT 1;
-        g := coalesce(dernier.solde_gratuits, 0);
-        i := CASE WHEN dernier.mois = m THEN dernier.solde_inclus ELSE 0 END;
-        f := CASE WHEN dernier.mois = m THEN dernier.factures_mois ELSE 0 END;
+        -- The balances as svc_solde derives them from the last movement.
+        g := coalesce(g, 0);
+        i := CASE WHEN dernier_mois = m THEN i ELSE 0 END;
+        f := CASE WHEN dernier_mois = m THEN f ELSE 0 END;
+        gratuits := greatest(g, 0);
+        inclus := greatest(i, 0);
+        facturables := greatest(0, floor(plafond_eur / svc_prix_credit(acces))::bigint - f);
         vues := '{}';
         utilises := '{}';
         plafonds := '{}';
