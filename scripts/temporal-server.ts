@@ -93,9 +93,9 @@ export async function startTemporalDevServer(options: {
   if (options.dbFile) {
     await mkdir(path.dirname(options.dbFile), { recursive: true });
     // SQLite's default rollback journal syncs the file several times per write: a workflow start took 18 ms p50 on
-    // this project's 2-core machine, 6.6 ms with a write-ahead log synced at checkpoints (bench/RESULTS.md, "Task
-    // runtime"). A process crash loses nothing; a power cut may lose the last history writes, which the task resumer
-    // (domain/taches/reprise.ts) covers for tasks not yet started.
+    // this project's 2-core machine, 6.6 ms with a write-ahead log synced at checkpoints (bench/RESULTS.md, "Billing
+    // path and task starts"). A process crash loses nothing; a power cut may lose the last history writes, which the
+    // task resumer (domain/taches/reprise.ts) covers for tasks not yet started.
     args.push(
       '--db-filename',
       options.dbFile,
