@@ -173,9 +173,16 @@ export function operationId(operation: Operation): string {
   return operation.variant ? `${operation.tool}_${operation.variant}` : operation.tool;
 }
 
-/** Path parameter names of a catalogue path (`/webhooks/{id}/test` → ['id']). */
+const paramsByPath = new Map<string, string[]>();
+
+/** Path parameter names of a catalogue path (`/webhooks/{id}/test` → ['id']); read once per path, asked per call. */
 export function pathParams(path: string): string[] {
-  return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+  let names = paramsByPath.get(path);
+  if (!names) {
+    names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    paramsByPath.set(path, names);
+  }
+  return names;
 }
 
 /**
@@ -183,9 +190,17 @@ export function pathParams(path: string): string[] {
  * refused is located by it, whoever called.
  */
 export function fieldPlace(operation: Operation): (field: string) => FieldError['emplacement'] {
-  const inPath = new Set(pathParams(operation.path));
-  return (field) => (inPath.has(field) ? 'chemin' : operation.method === 'GET' ? 'requete' : 'corps');
+  let place = placeByOperation.get(operation);
+  if (!place) {
+    const inPath = new Set(pathParams(operation.path));
+    const elsewhere = operation.method === 'GET' ? 'requete' : 'corps';
+    place = (field) => (inPath.has(field) ? 'chemin' : elsewhere);
+    placeByOperation.set(operation, place);
+  }
+  return place;
 }
+
+const placeByOperation = new WeakMap<Operation, (field: string) => FieldError['emplacement']>();
 
 /**
  * The input of an operation from its flat raw input (path parameters with the query string or the JSON body, or a

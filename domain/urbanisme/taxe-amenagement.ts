@@ -418,9 +418,13 @@ const montant = (assiette: number, tauxPct: number): number =>
 
 // Made once: building a DateTimeFormat costs more than the whole estimate.
 const anneeParis = new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', year: 'numeric' });
+// Formatting a date costs a tenth of the estimate: the year is read once per hour (Paris's offsets are whole hours).
+let anneeLue = { heure: Number.NaN, annee: 0 };
 
 function anneeAParis(date: Date): number {
-  return Number(anneeParis.format(date));
+  const heure = Math.floor(date.getTime() / 3_600_000);
+  if (heure !== anneeLue.heure) anneeLue = { heure, annee: Number(anneeParis.format(date)) };
+  return anneeLue.annee;
 }
 
 interface Contexte {
