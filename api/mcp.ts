@@ -13,13 +13,13 @@ import { ApiError } from '../domain/errors.ts';
 import { newRequestId, type Credential, type Pipeline } from '../domain/invoke.ts';
 import { createOutils, type Outils } from '../domain/outils.ts';
 import { bearer, type Rights } from '../domain/platform/authenticate.ts';
-import type { ExtraPaths } from './openapi.ts';
+import { API_VERSION, type ExtraPaths } from './openapi.ts';
 import { PROBLEM_TYPE, problemBody } from './problems.ts';
 
 /** Where MCP clients connect (Streamable HTTP). Beside /api/v1, not under it: it is a protocol, not an operation. */
 export const MCP_PATH = '/mcp';
 
-const SERVER_INFO = { name: 'svc-immobilier', title: 'API des données immobilières', version: '1.2.0' };
+const SERVER_INFO = { name: 'svc-immobilier', title: 'API des données immobilières', version: API_VERSION };
 
 const INSTRUCTIONS = [
   'Données immobilières françaises : adresses (BAN), ventes DVF, DPE, urbanisme, PLU, documents.',

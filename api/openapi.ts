@@ -142,6 +142,9 @@ function operationObject(operation: Operation) {
   };
 }
 
+/** The version of the interface: the description's `info.version`, and the MCP server's. */
+export const API_VERSION = '1.2.0';
+
 /** Tags that are not scopes: the routes outside the catalogue. */
 const TAGS: Record<string, string> = { mcp: 'Model Context Protocol : les opérations en outils.' };
 
@@ -172,7 +175,7 @@ export function buildOpenApi(operations: Operation[], extraPaths: ExtraPaths = {
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     info: {
       title: 'API des données immobilières',
-      version: '1.2.0',
+      version: API_VERSION,
       description: DESCRIPTION,
       license: { name: 'Propriétaire', identifier: 'LicenseRef-Proprietary' },
     },
