@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -273,7 +275,12 @@ describe('the MCP endpoint', () => {
       req.pipe(upstream);
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const cli = path.resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js');
+    // The CLI is the package's `bin`, run by this very Node.
+    const manifest = createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json');
+    const cli = path.join(
+      path.dirname(manifest),
+      (JSON.parse(readFileSync(manifest, 'utf8')) as { bin: { conformance: string } }).bin.conformance,
+    );
     const conformance = async (url: string, scenario: string) => {
       const run = await promisify(execFile)(process.execPath, [cli, 'server', '--url', url, '--scenario', scenario], {
         timeout: 60_000,

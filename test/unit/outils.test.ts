@@ -1,3 +1,4 @@
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineOperation, effectOf, operationId, type Operation } from '../../domain/catalogue.ts';
@@ -30,6 +31,14 @@ describe('tools from the catalogue', () => {
       expect(outil.title).toBe(operation.summary);
     }
     expect(outils.operation('pas_un_outil')).toBeUndefined();
+  });
+
+  it('has schemas the official SDK client compiles (it validates every structured result against its tool’s)', () => {
+    const validator = new AjvJsonSchemaValidator();
+    for (const outil of outils.tous) {
+      expect(() => validator.getValidator(outil.outputSchema), outil.name).not.toThrow();
+      expect(() => validator.getValidator(outil.inputSchema), outil.name).not.toThrow();
+    }
   });
 
   it('tells a model what the operation answers, its price and unit, its limits', () => {
