@@ -122,9 +122,10 @@ export function registerMcp(app: FastifyInstance, deps: { operations: Operation[
       for (const [header, value] of Object.entries(reply.getHeaders())) {
         if (value !== undefined) reply.raw.setHeader(header, value);
       }
+      // The exchange ends with its response (or the client's leaving): the server closes its transport; a failure to
+      // close what is already over has nothing to tell anyone.
       reply.raw.on('close', () => {
-        void transport.close();
-        void server.close();
+        server.close().catch(() => {});
       });
       try {
         await transport.handleRequest(request.raw, reply.raw, request.body);
