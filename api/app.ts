@@ -13,6 +13,7 @@ import { registerAdmin } from './admin.ts';
 import { registerDocs } from './docs.ts';
 import { DOWNLOAD_PATHS, registerDownloads } from './downloads.ts';
 import { fileDeliveryFromConfig } from '../domain/documents/telechargement.ts';
+import { MCP_PATHS, registerMcp } from './mcp.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
 import { clientErrorHandler, handleError, registerProblemHandlers } from './problems.ts';
@@ -107,11 +108,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await db.query('SELECT 1');
     return reply.send({ statut: 'ok' });
   });
-  const openapi = buildOpenApi(operations, DOWNLOAD_PATHS);
+  const openapi = buildOpenApi(operations, { ...DOWNLOAD_PATHS, ...MCP_PATHS });
   app.get(`${API_PREFIX}/openapi.json`, async () => openapi);
   registerDocs(app);
   registerDownloads(app, services);
   registerOperations(app, { operations, pipeline, services });
+  registerMcp(app, { operations, pipeline });
   if (config.ADMIN_TOKEN) {
     registerAdmin(app, {
       db,

@@ -1,22 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
-import { CreditsSchema, operationId, pathParams, type Operation, type Tier } from '../domain/catalogue.ts';
+import { effectOf, operationId, pathParams, priceText, type Operation, type Tier } from '../domain/catalogue.ts';
 import { ERRORS, type ErrorCode } from '../domain/errors.ts';
+import { jsonSchema, servedSchema, type JsonSchema } from '../domain/json-schema.ts';
 import { API_PREFIX } from './operation-routes.ts';
 import { ProblemSchema } from './problems.ts';
 
 const DESCRIPTION = readFileSync(new URL('./description.md', import.meta.url), 'utf8');
-
-type JsonSchema = Record<string, unknown>;
-
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
-    io,
-    unrepresentable: 'any',
-    target: 'draft-2020-12',
-  });
-  return rest as JsonSchema;
-}
 
 const integerHeader = (description: string) => ({ description, schema: { type: 'integer' } });
 const SERVED_HEADERS = {
@@ -87,12 +76,9 @@ function operationObject(operation: Operation) {
       },
     };
   }
-  const output = operation.task
-    ? operation.output
-    : operation.output instanceof z.ZodObject
-      ? operation.output.extend({ credits: CreditsSchema })
-      : z.object({ credits: CreditsSchema });
-  const served: Record<string, unknown> = { 'application/json': { schema: jsonSchema(output, 'output') } };
+  const served: Record<string, unknown> = {
+    'application/json': { schema: jsonSchema(servedSchema(operation), 'output') },
+  };
   for (const type of operation.representation?.types ?? []) {
     served[type] = { schema: { type: 'string', contentMediaType: type } };
   }
@@ -130,12 +116,8 @@ function operationObject(operation: Operation) {
       content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Probleme' } } },
     };
   }
-  const credits =
-    operation.unit === 'appel'
-      ? `${operation.credits} crédit(s) par appel réussi`
-      : `${operation.credits} crédit(s) par ${{ element: 'élément renvoyé', '10_lignes': 'tranche de 10 lignes', evenement: 'événement livré' }[operation.unit]}`;
   const meta = [
-    `**Outil** \`${operation.tool}\` · **Crédits** ${credits} · **Portée** \`${operation.scope}\` · **Palier** \`${operation.tier}\``,
+    `**Outil** \`${operation.tool}\` · **Crédits** ${priceText(operation)} · **Portée** \`${operation.scope}\` · **Palier** \`${operation.tier}\``,
     `**Bac à sable** ${operation.sandbox ? 'oui' : 'non'} · **Cache** ${operation.cacheS > 0 ? `${operation.cacheS} s` : 'jamais'} · **Délai** ${operation.timeoutS} s${operation.personalKey ? ' · **Clé personnelle requise**' : ''}`,
   ].join('  \n');
   return {
@@ -156,8 +138,15 @@ function operationObject(operation: Operation) {
     'x-svc-cache-s': operation.cacheS,
     'x-svc-delai-s': operation.timeoutS,
     'x-svc-cle-personnelle': operation.personalKey ?? false,
+    'x-svc-effet': effectOf(operation),
   };
 }
+
+/** The version of the interface: the description's `info.version`, and the MCP server's. */
+export const API_VERSION = '1.2.0';
+
+/** Tags that are not scopes: the routes outside the catalogue. */
+const TAGS: Record<string, string> = { mcp: 'Model Context Protocol : les opérations en outils.' };
 
 /** A route outside the catalogue still states its price and tier, as every operation of the description does. */
 export type ExtraPaths = Record<
@@ -176,6 +165,9 @@ export function buildOpenApi(operations: Operation[], extraPaths: ExtraPaths = {
     paths[path] ??= {};
     paths[path][operation.method.toLowerCase()] = operationObject(operation);
   }
+  const extraTags = Object.values(extraPaths).flatMap((item) =>
+    Object.values(item).flatMap((op) => (Array.isArray(op.tags) ? (op.tags as string[]) : [])),
+  );
   return {
     openapi: '3.1.0',
     // OpenAPI 3.1's own dialect: JSON Schema 2020-12 plus the OAS vocabulary. Said explicitly with the very URI
@@ -183,14 +175,14 @@ export function buildOpenApi(operations: Operation[], extraPaths: ExtraPaths = {
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     info: {
       title: 'API des données immobilières',
-      version: '1.2.0',
+      version: API_VERSION,
       description: DESCRIPTION,
       license: { name: 'Propriétaire', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: serverUrl }],
-    tags: [...new Set(operations.map((o) => o.scope))]
+    tags: [...new Set([...operations.map((o) => o.scope), ...extraTags])]
       .sort()
-      .map((name) => ({ name, description: `Portée \`${name}\`.` })),
+      .map((name) => ({ name, description: TAGS[name] ?? `Portée \`${name}\`.` })),
     security: [{ cle: [] }],
     paths,
     components: {

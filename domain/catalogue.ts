@@ -34,6 +34,16 @@ export type Tier = (typeof TIERS)[number];
 /** Units of a price: per successful call, per element returned, per 10 rows returned, per event delivered. */
 export type Unit = 'appel' | 'element' | '10_lignes' | 'evenement';
 
+/**
+ * What a call changes besides the ledger, as a tool's client and the Hub are told:
+ * - `lecture`: nothing a later call would see: it reads, computes, or runs a long read as a task. A read operation,
+ *   which the Hub may call by default.
+ * - `ajout`: adds something each time (a subscription, a generated file, a delivery sent): calling again adds again.
+ * - `ecriture`: sets or removes what was there (the profile, a validated address, the memory, a subscription deleted):
+ *   calling again with the same input changes nothing more.
+ */
+export type Effect = 'lecture' | 'ajout' | 'ecriture';
+
 /** The `credits` block of every successful response. */
 export const CreditsSchema = z
   .object({
@@ -132,6 +142,16 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   /** The operation needs a key attached to a personal account. */
   personalKey?: boolean;
   /**
+   * What a call changes (see Effect). A GET reads (`lecture`) unless it says otherwise; any other method declares it,
+   * since a body alone does not tell a computation from a change. Undeclared, it is taken for the worst: a change.
+   */
+  effect?: Effect;
+  /**
+   * Served over HTTP only, never as a tool of the Hub or of MCP (the specification keeps exports and downloads to
+   * REST). Every other operation is also a tool (rule 9).
+   */
+  restOnly?: boolean;
+  /**
    * One flat input object: path parameters come from the path, the other fields from the query string (GET) or the
    * JSON body (POST, PATCH). The same object is the input of the tool.
    */
@@ -208,6 +228,22 @@ const placeByOperation = new WeakMap<Operation, (field: string) => FieldError['e
  */
 export function parseInput<S extends z.ZodObject>(operation: Operation<S>, raw: unknown) {
   return lireEntree(operation.input, raw);
+}
+
+/** What a call changes: its declaration, else `lecture` for a GET and `ecriture` (the worst case) otherwise. */
+export function effectOf(operation: Operation): Effect {
+  return operation.effect ?? (operation.method === 'GET' ? 'lecture' : 'ecriture');
+}
+
+/** The price in words, as the description and the tools state it (« 5 crédit(s) par appel réussi »). */
+export function priceText(operation: Operation): string {
+  const per = {
+    appel: 'appel réussi',
+    element: 'élément renvoyé',
+    '10_lignes': 'tranche de 10 lignes',
+    evenement: 'événement livré',
+  }[operation.unit];
+  return `${operation.credits} crédit(s) par ${per}`;
 }
 
 /** Credits a result costs, from the operation's price and unit. */

@@ -340,6 +340,8 @@ export function createPipeline(deps: {
       if (!operation) throw new ApiError('ressource_absente', `Aucune opération « ${tool} » au catalogue.`);
       return run(await admit(credential, operation, requestId), input, options);
     },
+    /** What a credential may call, without a call (the tools an MCP client is shown). */
+    rights: auth.rights,
     /** Admin changes: keys and balances are read afresh. */
     forget: auth.forget,
     /** Stops what the pipeline runs in the background (the database's announcements). */

@@ -81,6 +81,8 @@ function fieldOf(detail: string): { champ: string; message: string } {
 export const lireDocument = defineOperation({
   tool: 'lire_document',
   method: 'POST',
+  // POST for its body of files; nothing is kept.
+  effect: 'lecture',
   path: '/documents/lectures',
   summary: 'Lecture de documents (PDF, images) par un modèle, citations vérifiées',
   description: `Un modèle de langage lit 1 à ${MAX_FICHIERS} documents du client (PDF ou images) pour répondre à sa \`question\` : \`reponse\`, \`faits\` appuyés chacun sur une **citation exacte retrouvée par le service dans le texte de la page indiquée**, \`references\` mentionnées par les documents (avec leur échéance), et la description des \`documents\` lus. La requête attend la lecture (120 s au plus) ; 30 crédits sont débités seulement quand la lecture réussit.

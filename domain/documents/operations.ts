@@ -166,6 +166,8 @@ const DESCRIPTION = `Met en forme un document à partir des sections fournies, *
 export const genererDocument = defineOperation({
   tool: 'generer_document',
   method: 'POST',
+  // Each call stores a new file behind a new link.
+  effect: 'ajout',
   path: '/documents',
   summary: 'Générer un document PDF ou Word (rapport, lettre, compte rendu, check-list, note, comparatif)',
   description: DESCRIPTION,

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client.ts';
-import { TIERS, type Caller, type Operation } from '../catalogue.ts';
+import { TIERS, type Caller, type Operation, type Scope, type Tier } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
 import type { Accounts, KeyRecord } from './accounts.ts';
 import { listenToAccessChanges } from './annonces.ts';
@@ -28,6 +28,57 @@ export interface Admission {
   restants: number | null;
   /** The call's id: in the ledger, the logs and the answer (Svc-Requete, `requete`). */
   requestId: string;
+}
+
+/**
+ * What a key may call: the facts about a key and its organisation that admit or refuse an operation before its input
+ * is read (scope, personal key, tier, sandbox).
+ */
+export interface Rights {
+  /** Scopes opened to both the key and the organisation. */
+  portees: Scope[];
+  /** The organisation's access tier. */
+  acces: Tier;
+  /** pk_test_ key: only operations with a sandbox. */
+  sandbox: boolean;
+  /** The key is attached to a personal account. */
+  personnelle: boolean;
+}
+
+function rightsOf(key: KeyRecord): Rights {
+  const org = key.organisation;
+  return {
+    portees: (key.portees ?? org.portees).filter((p) => org.portees.includes(p)),
+    acces: org.acces,
+    sandbox: key.mode === 'test',
+    personnelle: key.compteId !== null,
+  };
+}
+
+/**
+ * Why a caller with these rights may not call `operation`, in the order of the error table, or null when it may: the
+ * one rule of the pipeline's admission and of the tools listed to a key (domain/outils.ts).
+ */
+export function accessRefusal(rights: Rights, operation: Operation): ApiError | null {
+  if (!rights.portees.includes(operation.scope)) {
+    return new ApiError('portee_insuffisante', `La portée « ${operation.scope} » n’est pas ouverte à cette clé.`);
+  }
+  if (operation.personalKey && !rights.personnelle) {
+    return new ApiError(
+      'portee_insuffisante',
+      'Cette opération demande une clé attachée à un compte personnel (clé « personnelle »).',
+    );
+  }
+  if (TIERS.indexOf(rights.acces) < TIERS.indexOf(operation.tier)) {
+    return new ApiError(
+      'palier_insuffisant',
+      `Opération du palier « ${operation.tier} » ; l’accès de l’organisation est « ${rights.acces} ».`,
+    );
+  }
+  if (rights.sandbox && !operation.sandbox) {
+    return new ApiError('hors_bac_a_sable', 'Cette opération n’a pas de bac à sable : utilisez une clé pk_live_.');
+  }
+  return null;
 }
 
 /**
@@ -67,40 +118,30 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
     return balances.get(`${organisationId}:${cleId}`, () => balanceOf(deps.db, organisationId, cleId));
   }
 
+  /** The first checks of the error table: the key is known and valid, its organisation active. */
+  async function identify(credential: Credential): Promise<KeyRecord> {
+    if ('cle' in credential && !credential.cle) {
+      throw new ApiError('cle_absente', 'En-tête Authorization absent : envoyez « Authorization: Bearer <clé> ».');
+    }
+    const key = await keyRecord(credential);
+    if (!key) throw new ApiError('cle_invalide', 'Clé inconnue.');
+    if (key.revoqueeLe) throw new ApiError('cle_invalide', 'Clé révoquée.');
+    if (key.expireLe && key.expireLe.getTime() <= now()) throw new ApiError('cle_invalide', 'Clé expirée.');
+    if (key.organisation.statut !== 'active') {
+      throw new ApiError('organisation_suspendue', 'L’organisation de cette clé est suspendue.');
+    }
+    return key;
+  }
+
   return {
     /** The checks of the error table, in its order, before any input is read. */
     async admit(credential: Credential, operation: Operation, requestId: string): Promise<Admission> {
-      if ('cle' in credential && !credential.cle) {
-        throw new ApiError('cle_absente', 'En-tête Authorization absent : envoyez « Authorization: Bearer <clé> ».');
-      }
-      const key = await keyRecord(credential);
-      if (!key) throw new ApiError('cle_invalide', 'Clé inconnue.');
-      if (key.revoqueeLe) throw new ApiError('cle_invalide', 'Clé révoquée.');
-      if (key.expireLe && key.expireLe.getTime() <= now()) throw new ApiError('cle_invalide', 'Clé expirée.');
+      const key = await identify(credential);
       const org = key.organisation;
-      if (org.statut !== 'active') {
-        throw new ApiError('organisation_suspendue', 'L’organisation de cette clé est suspendue.');
-      }
-      const portees = (key.portees ?? org.portees).filter((p) => org.portees.includes(p));
-      if (!portees.includes(operation.scope)) {
-        throw new ApiError('portee_insuffisante', `La portée « ${operation.scope} » n’est pas ouverte à cette clé.`);
-      }
-      if (operation.personalKey && !key.compteId) {
-        throw new ApiError(
-          'portee_insuffisante',
-          'Cette opération demande une clé attachée à un compte personnel (clé « personnelle »).',
-        );
-      }
-      if (TIERS.indexOf(org.acces) < TIERS.indexOf(operation.tier)) {
-        throw new ApiError(
-          'palier_insuffisant',
-          `Opération du palier « ${operation.tier} » ; l’accès de l’organisation est « ${org.acces} ».`,
-        );
-      }
-      const sandbox = key.mode === 'test';
-      if (sandbox && !operation.sandbox) {
-        throw new ApiError('hors_bac_a_sable', 'Cette opération n’a pas de bac à sable : utilisez une clé pk_live_.');
-      }
+      const rights = rightsOf(key);
+      const refused = accessRefusal(rights, operation);
+      if (refused) throw refused;
+      const { sandbox, portees } = rights;
       let restants: number | null = null;
       if (!sandbox) {
         const b = await balance(org.id, key.id);
@@ -130,6 +171,14 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
         restants,
         requestId,
       };
+    },
+
+    /**
+     * What a credential may call, its key checked as by every call (401, 403 organisation_suspendue) but nothing
+     * counted: no quota, no balance (listing the tools of a key is not a call).
+     */
+    async rights(credential: Credential): Promise<Rights> {
+      return rightsOf(await identify(credential));
     },
 
     /** After a debit: the balance in memory follows the ledger's answer. */

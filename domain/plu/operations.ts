@@ -131,6 +131,8 @@ async function waitFor(row: TaskRow, seconds: number, ctx: OperationContext): Pr
 export const lirePlu = defineOperation({
   tool: 'lire_plu',
   method: 'POST',
+  // A long read run as a task: the task is how the answer arrives, not a change of the caller's data.
+  effect: 'lecture',
   path: '/urbanisme/reglements',
   summary: 'Règles écrites du PLU à un point, citations vérifiées',
   description: `Lit le règlement écrit (PDF) de la zone du PLU ou PLUi qui couvre le point et en donne les règles par thème, chacune avec sa valeur, son article, sa page et la **citation exacte, retrouvée par le service dans le texte du PDF** : une citation introuvable est écartée et comptée (\`citations_ecartees\`) ; trouvée hors du chapitre de la zone, la règle porte \`a_confirmer\`.

@@ -959,6 +959,7 @@ const DESCRIPTION = `Estimation indicative de la taxe d'aménagement d'un projet
 export const taxeAmenagement = defineOperation({
   tool: 'taxe_amenagement',
   method: 'POST',
+  effect: 'lecture',
   path: '/fiscal/taxe-amenagement',
   summary: "Estimer la taxe d'aménagement d'un projet",
   description: DESCRIPTION,
