@@ -230,25 +230,25 @@ function loyerDe(
   const brut = lire('insee');
   const insee = codeInsee(brut);
   if (insee === null) return `code INSEE absent ou invalide (${brut ?? 'vide'})`;
-  const loyer = nombre(lire('loyer'));
-  const bas = nombre(lire('bas'));
-  const haut = nombre(lire('haut'));
+  const [loyer, bas, haut] = (['loyer', 'bas', 'haut'] as const).map((c) => nombre(lire(c)));
   for (const [colonne, v] of [
-    ['loypredm2', loyer],
-    ['lwr.IPm2', bas],
-    ['upr.IPm2', haut],
+    ['loyer', loyer],
+    ['bas', bas],
+    ['haut', haut],
   ] as const) {
-    if (v === null || !(v > 0)) return `${colonne} absent ou illisible (${v === null ? 'vide' : String(v)})`;
+    if (v === null) return `${ECRITES[colonne]} absent`;
+    if (!(v > 0)) return `${ECRITES[colonne]} illisible (${lire(colonne)})`;
   }
   if (!(bas! <= loyer! && loyer! <= haut!)) return `intervalle incohérent : ${loyer} hors de [${bas}, ${haut}]`;
   const niveau = lire('niveau')?.toLowerCase() ?? null;
-  if (niveau === null || !/^[a-z][a-z_ -]*$/.test(niveau)) return `TYPPRED absent ou illisible (${niveau ?? 'vide'})`;
-  const obsCommune = compte(lire('obsCommune'), 'nbobs_com');
+  if (niveau === null) return 'TYPPRED absent';
+  if (!/^[a-z][a-z_ -]*$/.test(niveau)) return `TYPPRED illisible (${niveau})`;
+  const obsCommune = compte(lire('obsCommune'), ECRITES.obsCommune);
   if (typeof obsCommune === 'string') return obsCommune;
-  const obsMaille = compte(lire('obsMaille'), 'nbobs_mail');
+  const obsMaille = compte(lire('obsMaille'), ECRITES.obsMaille);
   if (typeof obsMaille === 'string') return obsMaille;
   const r2 = nombre(lire('r2'));
-  if (Number.isNaN(r2)) return `R2_adj illisible (${lire('r2')})`;
+  if (Number.isNaN(r2)) return `${ECRITES.r2} illisible (${lire('r2')})`;
   return {
     dataset,
     insee,
