@@ -14,15 +14,15 @@ export type ZoneAbc = (typeof ZONES_ABC)[number];
 const PAR_ECRITURE = new Map<string, ZoneAbc>(ZONES_ABC.map((z) => [z.toUpperCase(), z]));
 
 /**
- * A zone as files write it, or null: case, spaces and punctuation ignored, and a leading "zone" (`A bis`, `ABIS`,
- * `A-bis`, `b1`, `Zone B2`).
+ * A zone as files write it, or null: case, accents, spaces, dots, dashes and underscores ignored, and a leading "zone"
+ * (`A bis`, `ABIS`, `A-bis`, `b1`, `Zone B2`); any other character makes it unknown (`A+`).
  */
 export function zoneAbcDe(valeur: string): ZoneAbc | null {
   const v = valeur
     .normalize('NFD')
     .replace(/[\u0300-\u036f]/g, '')
     .toUpperCase()
-    .replace(/[^A-Z0-9]/g, '')
+    .replace(/[\s._-]/g, '')
     .replace(/^ZONE(?=.)/, '');
   return PAR_ECRITURE.get(v) ?? null;
 }
