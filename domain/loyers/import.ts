@@ -230,16 +230,15 @@ function loyerDe(
   const brut = lire('insee');
   const insee = codeInsee(brut);
   if (insee === null) return `code INSEE absent ou invalide (${brut ?? 'vide'})`;
-  const [loyer, bas, haut] = (['loyer', 'bas', 'haut'] as const).map((c) => nombre(lire(c)));
-  for (const [colonne, v] of [
-    ['loyer', loyer],
-    ['bas', bas],
-    ['haut', haut],
-  ] as const) {
+  const figures = (['loyer', 'bas', 'haut'] as const).map((colonne) => {
+    const v = nombre(lire(colonne));
     if (v === null) return `${ECRITES[colonne]} absent`;
-    if (!(v > 0)) return `${ECRITES[colonne]} illisible (${lire(colonne)})`;
-  }
-  if (!(bas! <= loyer! && loyer! <= haut!)) return `intervalle incohérent : ${loyer} hors de [${bas}, ${haut}]`;
+    return v > 0 ? v : `${ECRITES[colonne]} illisible (${lire(colonne)})`;
+  });
+  const motif = figures.find((f) => typeof f === 'string');
+  if (motif !== undefined) return motif;
+  const [loyer, bas, haut] = figures as number[];
+  if (!(bas <= loyer && loyer <= haut)) return `intervalle incohérent : ${loyer} hors de [${bas}, ${haut}]`;
   const niveau = lire('niveau')?.toLowerCase() ?? null;
   if (niveau === null) return 'TYPPRED absent';
   if (!/^[a-z][a-z_ -]*$/.test(niveau)) return `TYPPRED illisible (${niveau})`;
