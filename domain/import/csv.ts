@@ -35,14 +35,28 @@ export interface CsvRecord {
  */
 const MAX_ENREGISTREMENT = 1 << 20;
 
-/** Whether `octets` are valid UTF-8, a character cut at their end allowed (the rest is in the next chunk). */
-function estUtf8(octets: Uint8Array): boolean {
+/**
+ * The charset of a chunk that is not ASCII alone: UTF-8 when it is valid UTF-8, else Windows-1252; null when it cannot
+ * be told yet, its only non-ASCII bytes being the start of a character cut at its end (UTF-8, or a Windows-1252
+ * letter such as é, 0xE9, which starts a UTF-8 sequence too): the next chunk tells.
+ */
+function charsetDe(octets: Uint8Array, fin: boolean): 'utf-8' | 'windows-1252' | null {
   try {
-    new TextDecoder('utf-8', { fatal: true }).decode(octets, { stream: true });
-    return true;
+    new TextDecoder('utf-8', { fatal: true }).decode(octets, { stream: !fin });
   } catch {
-    return false;
+    return 'windows-1252';
   }
+  if (fin) return 'utf-8';
+  // The bytes of a character possibly cut at the end: from its lead byte (0b11xxxxxx), at most 3 bytes back.
+  let debut = octets.length;
+  for (let i = octets.length - 1; i >= Math.max(0, octets.length - 3); i--) {
+    if (octets[i] >= 0xc0) {
+      debut = i;
+      break;
+    }
+    if (octets[i] < 0x80) break;
+  }
+  return isAscii(octets.subarray(0, debut)) ? null : 'utf-8';
 }
 
 /**
@@ -74,16 +88,31 @@ async function* morceaux(file: string, encodage: Encodage): AsyncGenerator<strin
     return;
   }
   let decodeur: TextDecoder | null = null;
-  for await (const chunk of input as AsyncIterable<Buffer>) {
+  // A chunk whose charset the next one tells, kept until then.
+  let enAttente: Buffer | null = null;
+  for await (const lu of input as AsyncIterable<Buffer>) {
+    let chunk = lu;
     if (decodeur === null) {
+      if (enAttente) chunk = Buffer.concat([enAttente, chunk]);
+      enAttente = null;
       // ASCII reads the same in both charsets: nothing to decide yet.
       if (isAscii(chunk)) {
         yield chunk.toString('latin1');
         continue;
       }
-      decodeur = new TextDecoder(estUtf8(chunk) ? 'utf-8' : 'windows-1252');
+      const charset = charsetDe(chunk, false);
+      if (charset === null) {
+        enAttente = chunk;
+        continue;
+      }
+      decodeur = new TextDecoder(charset);
     }
     yield decodeur.decode(chunk, { stream: true });
+  }
+  // The file ended on a chunk still waiting: told whole (at the end, charsetDe always tells).
+  if (enAttente) {
+    decodeur = new TextDecoder(charsetDe(enAttente, true)!);
+    yield decodeur.decode(enAttente, { stream: true });
   }
   const reste = decodeur?.decode() ?? '';
   if (reste) yield reste;

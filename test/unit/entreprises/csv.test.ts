@@ -70,9 +70,9 @@ describe('CSV records', () => {
 
   it('tells UTF-8 from Windows-1252 by the bytes when asked, an accent cut between two chunks included', async () => {
     // Chunks are 1 MiB: the first accent's two UTF-8 bytes fall on either side of the first boundary.
-    const avant = `code;nom\n${'1;x\n'.repeat(262_141)}2;`;
+    const avant = `co;nom\n${'1;x\n'.repeat(262_141)}2;Cl`;
     expect(Buffer.byteLength(avant)).toBe((1 << 20) - 1);
-    const texte = `${avant}Clémenciat\n3;Chèvrerie €\n`;
+    const texte = `${avant}émenciat\n3;Chèvrerie €\n`;
     for (const [nom, octets] of [
       ['utf8.csv', Buffer.from(texte, 'utf8')],
       [
@@ -89,6 +89,9 @@ describe('CSV records', () => {
         ['3', 'Chèvrerie €'],
       ]);
     }
+    // A file whose only accent ends it, in either charset.
+    expect((await records(Buffer.from('a;b\n1;é', 'latin1'), 'fin-cp1252.csv', 'auto'))[1].champs).toEqual(['1', 'é']);
+    expect((await records(Buffer.from('a;b\n1;é', 'utf8'), 'fin-utf8.csv', 'auto'))[1].champs).toEqual(['1', 'é']);
     // Unless asked, UTF-8: Windows-1252 accents become U+FFFD.
     expect((await records(Buffer.from('a;b\n1;é\n', 'latin1'), 'defaut.csv'))[1].champs).toEqual(['1', '\uFFFD']);
   });
