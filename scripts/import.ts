@@ -14,10 +14,12 @@ import {
   sortirAvecUsage,
 } from '../domain/import/cli.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
+import { loyersSource } from '../domain/loyers/import.ts';
 import { clearDemonstration } from '../domain/sandbox/load.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
 import { permisSource } from '../domain/urbanisme/import-permis.ts';
 import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
+import { zonageAbcSource } from '../domain/zonage-abc/import.ts';
 import { exitWith } from './exit.ts';
 
 /**
@@ -39,17 +41,20 @@ const SOURCES: Record<string, ImportSource> = Object.fromEntries(
     sireneSource,
     bodaccSource,
     irisSource,
+    loyersSource,
+    zonageAbcSource,
   ].map((source) => [source.name, source]),
 );
 
 const USAGE = `Usage : npm run import -- <source> <chemin…> [--sandbox] [--base-url URL]
 
-DVF et BAN, publiés par morceaux (commune, département, année), prennent plusieurs fichiers, un dossier (ses
-fichiers .csv, .csv.gz, à toute profondeur) ou un motif : npm run import -- dvf dvf-2024/ ; npm run import -- ban 'ban/adresses-*.csv.gz'
+DVF, BAN et loyers, publiés par morceaux (commune, département, année, type de logement), prennent plusieurs
+fichiers, un dossier (ses fichiers .csv, .csv.gz, à toute profondeur) ou un motif : npm run import -- dvf dvf-2024/ ;
+npm run import -- ban 'ban/adresses-*.csv.gz' ; npm run import -- loyers carte-des-loyers-2025/
 
 Sources :
 ${Object.entries(SOURCES)
-  .map(([name, source]) => `  ${name.padEnd(8)} ${source.description}`)
+  .map(([name, source]) => `  ${name.padEnd(10)} ${source.description}`)
   .join('\n')}
 
 Options :

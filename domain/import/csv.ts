@@ -1,7 +1,10 @@
+import { isAscii } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
+import { TextDecoder } from 'node:util';
 import { createGunzip } from 'node:zlib';
+import { isInseeCode } from '../communes.ts';
 import type { ImportReport, Rejeter } from './source.ts';
 
 /**
@@ -9,8 +12,14 @@ import type { ImportReport, Rejeter } from './source.ts';
  * of records, chunk by chunk, so memory stays flat whatever its size. Fields follow RFC 4180: a field that starts
  * with a quote is quoted, may hold separators, doubled quotes and line breaks (BODACC puts JSON with line breaks in
  * its columns); a quote inside an unquoted field is kept as it is. A UTF-8 byte order mark and CRLF line ends are
- * dropped.
+ * dropped. The text is UTF-8, or, with `encodage: 'auto'`, UTF-8 or Windows-1252 as the bytes tell (see `morceaux`).
  */
+
+/**
+ * How a file's bytes become text. `auto` is for sources published in Windows-1252 whose copies circulate re-encoded
+ * in UTF-8 (the rent indicators, the A/B/C zoning): the reader cannot be told which one it gets.
+ */
+export type Encodage = 'utf-8' | 'auto';
 
 export interface CsvRecord {
   /** The physical line the record starts on (1 = first line). */
@@ -26,8 +35,39 @@ export interface CsvRecord {
  */
 const MAX_ENREGISTREMENT = 1 << 20;
 
-/** The text of a (possibly gzipped) file, chunk by chunk, read only as fast as it is consumed. */
-async function* morceaux(file: string): AsyncGenerator<string> {
+/**
+ * The charset of a chunk that is not ASCII alone: UTF-8 when it is valid UTF-8, else Windows-1252; null when it cannot
+ * be told yet, its only non-ASCII bytes being the start of a character cut at its end (UTF-8, or a Windows-1252
+ * letter such as é, 0xE9, which starts a UTF-8 sequence too): the next chunk tells.
+ */
+function charsetDe(octets: Uint8Array, fin: boolean): 'utf-8' | 'windows-1252' | null {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(octets, { stream: !fin });
+  } catch {
+    return 'windows-1252';
+  }
+  if (fin) return 'utf-8';
+  // The bytes of a character possibly cut at the end: from its lead byte (0b11xxxxxx), at most 3 bytes back.
+  let debut = octets.length;
+  for (let i = octets.length - 1; i >= Math.max(0, octets.length - 3); i--) {
+    if (octets[i] >= 0xc0) {
+      debut = i;
+      break;
+    }
+    if (octets[i] < 0x80) break;
+  }
+  return isAscii(octets.subarray(0, debut)) ? null : 'utf-8';
+}
+
+/**
+ * The text of a (possibly gzipped) file, chunk by chunk, read only as fast as it is consumed. With `auto`, the
+ * charset is told on the first chunk that is not ASCII alone (1 MiB, or the whole of a smaller file): UTF-8 if it is
+ * valid UTF-8 (a byte order mark included), else Windows-1252, whose every byte is a character. Windows-1252 text
+ * that is valid UTF-8 over a whole chunk does not occur in practice: each of its accented letters would have to be
+ * one of À-ô followed by a symbol of 0x80-0xBF. Invalid UTF-8 after that chunk becomes U+FFFD rather than stopping
+ * the import.
+ */
+async function* morceaux(file: string, encodage: Encodage): AsyncGenerator<string> {
   const head = Buffer.alloc(2);
   const handle = await open(file, 'r');
   try {
@@ -42,8 +82,40 @@ async function* morceaux(file: string): AsyncGenerator<string> {
     raw.on('error', (error) => gunzip.destroy(error));
     input = raw.pipe(gunzip);
   }
-  input.setEncoding('utf8');
-  yield* input as AsyncIterable<string>;
+  if (encodage === 'utf-8') {
+    input.setEncoding('utf8');
+    yield* input as AsyncIterable<string>;
+    return;
+  }
+  let decodeur: TextDecoder | null = null;
+  // A chunk whose charset the next one tells, kept until then.
+  let enAttente: Buffer | null = null;
+  for await (const lu of input as AsyncIterable<Buffer>) {
+    let chunk = lu;
+    if (decodeur === null) {
+      if (enAttente) chunk = Buffer.concat([enAttente, chunk]);
+      enAttente = null;
+      // ASCII reads the same in both charsets: nothing to decide yet.
+      if (isAscii(chunk)) {
+        yield chunk.toString('latin1');
+        continue;
+      }
+      const charset = charsetDe(chunk, false);
+      if (charset === null) {
+        enAttente = chunk;
+        continue;
+      }
+      decodeur = new TextDecoder(charset);
+    }
+    yield decodeur.decode(chunk, { stream: true });
+  }
+  // The file ended on a chunk still waiting: told whole (at the end, charsetDe always tells).
+  if (enAttente) {
+    decodeur = new TextDecoder(charsetDe(enAttente, true)!);
+    yield decodeur.decode(enAttente, { stream: true });
+  }
+  const reste = decodeur?.decode() ?? '';
+  if (reste) yield reste;
 }
 
 /** A record being parsed: the fields done, the field under way, and whether a quote is open at the end of its text. */
@@ -92,12 +164,14 @@ export function splitCsvLine(text: string, separator = ';'): string[] {
 }
 
 /**
- * The records of a CSV file. `separator` is the separator, or a function that tells it from the first line. Lines
- * without quotes take a fast path (a plain split), which is nearly all of them in the SIRENE and Sitadel files.
+ * The records of a CSV file. `separator` is the separator, or a function that tells it from the first line; `encodage`
+ * its charset (UTF-8 unless said). Lines without quotes take a fast path (a plain split), which is nearly all of them
+ * in the SIRENE and Sitadel files.
  */
 export async function* csvRecords(
   file: string,
   separator: string | ((firstLine: string) => string),
+  { encodage = 'utf-8' }: { encodage?: Encodage } = {},
 ): AsyncGenerator<CsvRecord> {
   let sep = typeof separator === 'string' ? separator : '';
   // The record still open: its lines with their numbers (read again if its quote never closes), their length.
@@ -149,7 +223,7 @@ export async function* csvRecords(
     yield* lire(n, line);
   };
   let rest = '';
-  for await (const chunk of morceaux(file)) {
+  for await (const chunk of morceaux(file, encodage)) {
     const parts = (rest + chunk).split('\n');
     rest = parts.pop()!;
     for (const part of parts) yield* ligne(part);
@@ -214,6 +288,28 @@ export function lecteurDe(colonnes: Map<string, number>, champs: string[]): (nam
 export function texte(value: string | undefined | null): string | null {
   const v = value?.trim();
   return v ? v : null;
+}
+
+/**
+ * A code read from text or from an integer, left-padded to `width` digits; null when it is neither. Files that went
+ * through a spreadsheet or a numeric column lose leading zeros (IRIS `dcomiris`, the 2018 rent indicators' INSEE).
+ */
+export function codePadded(value: unknown, width: number): string | null {
+  if (typeof value === 'number') {
+    return Number.isInteger(value) && value >= 0 && String(value).length <= width
+      ? String(value).padStart(width, '0')
+      : null;
+  }
+  if (typeof value !== 'string') return null;
+  const v = value.trim().toUpperCase();
+  if (/^\d+$/.test(v) && v.length <= width) return v.padStart(width, '0');
+  return v.length === width ? v : null;
+}
+
+/** A commune's INSEE code as a file writes it (`1001` for 01001, `2A004`), 5 characters; null when not one. */
+export function codeInsee(value: string | null): string | null {
+  const code = codePadded(value, 5);
+  return code !== null && isInseeCode(code) ? code : null;
 }
 
 /** A number written with a dot or a decimal comma, or null; NaN when the field is not a number. */

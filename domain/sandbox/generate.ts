@@ -6,8 +6,10 @@ import { dpePart } from './parts/dpe.ts';
 import { dvfPart } from './parts/dvf.ts';
 import { gpuPart } from './parts/gpu.ts';
 import { irisPart } from './parts/iris.ts';
+import { loyersPart } from './parts/loyers.ts';
 import { permisPart } from './parts/permis.ts';
 import { sirenePart } from './parts/sirene.ts';
+import { zonageAbcPart } from './parts/zonage-abc.ts';
 import { COMMUNES, territoire } from './territoire.ts';
 
 export { FICTIF } from './part.ts';
@@ -25,11 +27,14 @@ export { FICTIF } from './part.ts';
  * - DPE rows name their BAN key (`Identifiant__BAN`); audits name their DPE.
  * - SCI are SIRENE legal units with their seat at a BAN number; their BODACC notices carry their SIREN and seat.
  * - Strasbourg (67482) is Alsace-Moselle: addresses, DPE, permits and companies, but no DVF sale.
+ * - Rent indicators cover the five communes (the arrondissement, as the source does); the A/B/C zoning names Paris.
  *
  * Fictitious on purpose, and said so where a format has a free field: company names end with « (FICTIVE) », IRIS
- * names with « (contour fictif) », zoning labels with « (zonage fictif) ». Identifiers are drawn from ranges the
- * real files do not use in practice (street codes Z001…, mutation numbers from 9 000 001, SIREN 999…, DPE numbers
- * with S in fifth place), so that a real import into the same dataset overwrites nothing of it by accident.
+ * names with « (contour fictif) », zoning labels with « (zonage fictif) », the communes of the rent indicators with
+ * « (loyer fictif) » (the A/B/C zoning is the real one). Identifiers are drawn from ranges the real files do not use
+ * in practice (street codes Z001…, mutation numbers from 9 000 001, SIREN 999…, DPE numbers with S in fifth place),
+ * so that a real import into the same dataset overwrites nothing of it by accident; the rent indicators, keyed by
+ * commune and edition like the real ones, are replaced by a real edition of the same year imported into the sandbox.
  *
  * No natural person is named anywhere: street names are of places and things, sole traders are written without any
  * name (as SIRENE publishes a unit under partial diffusion), permits filed by private persons have no applicant,
@@ -43,7 +48,18 @@ export const SANDBOX_SEED = 33_234;
  * The parts, in the order their files must be imported (BAN first: the others attach to it). A new source of the
  * sandbox is one more part here, and its importer in load.ts.
  */
-const PARTS = [banPart, dvfPart, dpePart, permisPart, sirenePart, bodaccPart, irisPart, gpuPart] as const;
+const PARTS = [
+  banPart,
+  dvfPart,
+  dpePart,
+  permisPart,
+  sirenePart,
+  bodaccPart,
+  irisPart,
+  gpuPart,
+  loyersPart,
+  zonageAbcPart,
+] as const;
 
 export type SandboxSource = (typeof PARTS)[number]['source'];
 /** Sources of the generated files, in import order. */

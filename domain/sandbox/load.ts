@@ -54,6 +54,8 @@ const ETAPES: Etape[] = [
     export: 'gpuSource',
     tables: ['zones_urbanisme', 'documents_urbanisme'],
   },
+  { source: 'loyers', module: '../loyers/import.ts', export: 'loyersSource', tables: ['loyers_communes'] },
+  { source: 'zonage-abc', module: '../zonage-abc/import.ts', export: 'zonageAbcSource', tables: ['zonage_abc'] },
 ];
 
 /** The tables the load writes, each with a `dataset` column. */

@@ -7,11 +7,12 @@ import type { Territoire } from './territoire.ts';
 export interface SandboxPart<S extends string = string> {
   source: S;
   /**
-   * Names and contents of the files, in import order. The same seed gives the same bytes: a part draws only from
+   * Names and contents of the files, in import order: text written in UTF-8, or bytes as they are (a source
+   * published in another charset, see `windows1252`). The same seed gives the same bytes: a part draws only from
    * streams of its own (`new Alea(seed, 'label')`) and never changes the territories, which every part shares, so
    * that another part never moves its files.
    */
-  fichiers(seed: number, territoires: Territoire[]): Array<[nom: string, contenu: string]>;
+  fichiers(seed: number, territoires: Territoire[]): Array<[nom: string, contenu: string | Uint8Array]>;
 }
 
 /** Marks of fictitious content in free fields. */
@@ -19,6 +20,7 @@ export const FICTIF = {
   societe: '(FICTIVE)',
   iris: '(contour fictif)',
   zonage: '(zonage fictif)',
+  loyer: '(loyer fictif)',
 } as const;
 
 function champCsv(value: string | number, separateur: string): string {
@@ -41,4 +43,21 @@ export function csv(
 /** A FeatureCollection with one feature a line, as GDAL writes them: small, and readable in a diff. */
 export function featureCollection(nom: string, features: object[]): string {
   return `{"type":"FeatureCollection","name":${JSON.stringify(nom)},"features":[\n${features.map((f) => JSON.stringify(f)).join(',\n')}\n]}\n`;
+}
+
+/** The characters of bytes 0x80-0x9F in Windows-1252 (€, ’, œ…); its other bytes are Latin-1's, code for code. */
+const CP1252_80_9F = new Map(
+  Array.from({ length: 32 }, (_, i) => [new TextDecoder('windows-1252').decode(Uint8Array.of(0x80 + i)), 0x80 + i]),
+);
+
+/** `text` in Windows-1252, the charset of sources published for spreadsheets (rent indicators, A/B/C zoning). */
+export function windows1252(text: string): Uint8Array {
+  const octets = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    const octet = code < 0x80 || (code >= 0xa0 && code <= 0xff) ? code : CP1252_80_9F.get(text[i]);
+    if (octet === undefined) throw new Error(`« ${text[i]} » n’a pas d’octet en Windows-1252`);
+    octets[i] = octet;
+  }
+  return octets;
 }

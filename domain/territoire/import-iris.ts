@@ -1,6 +1,7 @@
 import proj4 from 'proj4';
 import type { Db } from '../../db/client.ts';
 import { isInseeCode } from '../communes.ts';
+import { codePadded } from '../import/csv.ts';
 import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
 import {
   exigerFichier,
@@ -64,19 +65,6 @@ function reprojectionDe(crs: unknown): Reprojection {
   throw new ImportError(
     `Système de coordonnées GeoJSON non géré (${name}) : seuls WGS84 (RFC 7946) et Lambert-93 (EPSG:2154) le sont.`,
   );
-}
-
-/** A code read from text or from an integer, left-padded to `width` digits; null when it is neither. */
-export function codePadded(value: unknown, width: number): string | null {
-  if (typeof value === 'number') {
-    return Number.isInteger(value) && value >= 0 && String(value).length <= width
-      ? String(value).padStart(width, '0')
-      : null;
-  }
-  if (typeof value !== 'string') return null;
-  const v = value.trim().toUpperCase();
-  if (/^\d+$/.test(v) && v.length <= width) return v.padStart(width, '0');
-  return v.length === width ? v : null;
 }
 
 function premier(props: Record<string, unknown>, names: string[]): unknown {

@@ -20,11 +20,11 @@ beforeAll(async () => {
 });
 afterAll(async () => rm(dir, { recursive: true, force: true }));
 
-async function records(contenu: string | Buffer, nom = 'f.csv') {
+async function records(contenu: string | Buffer, nom = 'f.csv', encodage: 'utf-8' | 'auto' = 'utf-8') {
   const file = path.join(dir, nom);
   await writeFile(file, contenu);
   const out: CsvRecord[] = [];
-  for await (const r of csvRecords(file, separateurDe)) out.push(r);
+  for await (const r of csvRecords(file, separateurDe, { encodage })) out.push(r);
   return out;
 }
 
@@ -66,6 +66,34 @@ describe('CSV records', () => {
     expect(out[1101]).toEqual({ ligne: 1102, champs: ['1101', long] });
     const fin = await records('a;b\n1;"ouvert\n2;x\n');
     expect(fin.map((r) => r.ligne)).toEqual([1, 2, 3]);
+  });
+
+  it('tells UTF-8 from Windows-1252 by the bytes when asked, an accent cut between two chunks included', async () => {
+    // Chunks are 1 MiB: the first accent's two UTF-8 bytes fall on either side of the first boundary.
+    const avant = `co;nom\n${'1;x\n'.repeat(262_141)}2;Cl`;
+    expect(Buffer.byteLength(avant)).toBe((1 << 20) - 1);
+    const texte = `${avant}émenciat\n3;Chèvrerie €\n`;
+    for (const [nom, octets] of [
+      ['utf8.csv', Buffer.from(texte, 'utf8')],
+      [
+        'cp1252.csv',
+        Buffer.concat([Buffer.from(texte.replace(' €\n', ''), 'latin1'), Buffer.from([0x20, 0x80, 0x0a])]),
+      ],
+    ] as const) {
+      const out = await records(octets, nom, 'auto');
+      expect(
+        out.slice(-2).map((r) => r.champs),
+        nom,
+      ).toEqual([
+        ['2', 'Clémenciat'],
+        ['3', 'Chèvrerie €'],
+      ]);
+    }
+    // A file whose only accent ends it, in either charset.
+    expect((await records(Buffer.from('a;b\n1;é', 'latin1'), 'fin-cp1252.csv', 'auto'))[1].champs).toEqual(['1', 'é']);
+    expect((await records(Buffer.from('a;b\n1;é', 'utf8'), 'fin-utf8.csv', 'auto'))[1].champs).toEqual(['1', 'é']);
+    // Unless asked, UTF-8: Windows-1252 accents become U+FFFD.
+    expect((await records(Buffer.from('a;b\n1;é\n', 'latin1'), 'defaut.csv'))[1].champs).toEqual(['1', '\uFFFD']);
   });
 
   it('gives an importer the data rows: blank lines skipped, unreadable ones rejected with why', async () => {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,10 @@ import { SANDBOX_COMMUNES } from '../../../domain/platform/sandbox.ts';
 import { mulberry32 } from '../../../lib/random.ts';
 
 // The generator alone, without a database: determinism and what the files say.
+
+const ZONAGE_REEL = path.resolve('../shared/data/zonage_abc/zonage-abc-juillet-2024.csv');
+const hasZonage = existsSync(ZONAGE_REEL);
+const SKIP_ZONAGE = '(skipped: ../shared/data/zonage_abc absent)';
 
 let dir: string;
 let a: SandboxFiles;
@@ -53,10 +58,10 @@ describe('generateSandbox', () => {
     }
   });
 
-  it('writes other data for another seed (outlines excepted: they are drawn from the centres alone)', async () => {
+  it('writes other data for another seed (outlines and the decree’s A/B/C zoning excepted: nothing drawn)', async () => {
     for (const [i, file] of all(a).entries()) {
       const same = (await readFile(file)).equals(await readFile(all(autre)[i]));
-      expect(same, path.basename(file)).toBe(/\.geojson$/.test(file));
+      expect(same, path.basename(file)).toBe(/\.geojson$|zonage-abc/.test(file));
     }
   });
 
@@ -97,6 +102,52 @@ describe('generateSandbox', () => {
     const audites = new Set(audits.map((r) => r.numero_dpe));
     expect(audites.size).toBeGreaterThanOrEqual(5);
     for (const n of audites) expect(['F', 'G']).toContain(classe.get(n));
+  });
+
+  it('writes the rent indicators in the 2025 layout and the A/B/C zoning as the national list, in Windows-1252', async () => {
+    expect(a.loyers.map((f) => path.basename(f))).toEqual([
+      'pred-app-mef-dhup-2025.csv',
+      'pred-app12-mef-dhup-2025.csv',
+      'pred-app3-mef-dhup-2025.csv',
+      'pred-mai-mef-dhup-2025.csv',
+    ]);
+    for (const file of a.loyers) {
+      const texte = new TextDecoder('windows-1252').decode(await readFile(file));
+      const [entete, ...lignes] = texte.split('\r\n');
+      expect(entete, file).toBe(
+        '"id_zone";"INSEE_C";"LIBGEO";"EPCI";"DEP";"REG";"loypredm2";"lwr.IPm2";"upr.IPm2";"TYPPRED";"nbobs_com";"nbobs_mail";"R2_adj"',
+      );
+      expect(lignes.pop()).toBe('');
+      // Quoted text, numbers with a decimal comma, as published.
+      expect(lignes.every((l) => /^"\d+";"\d{5}";"[^"]+";"\d{9}";"\d+";"\d+";\d+,\d+;\d+,\d+;\d+,\d+;"/.test(l))).toBe(
+        true,
+      );
+      const champs = lignes.map((l) => splitCsvLine(l, ';'));
+      expect(champs.map((c) => c[1]).sort()).toEqual([...SANDBOX_COMMUNES].sort());
+      for (const c of champs) {
+        expect(c[2].endsWith(FICTIF.loyer), c[2]).toBe(true);
+        const [loyer, bas, haut] = c.slice(6, 9).map((v) => Number(v.replace(',', '.')));
+        expect(bas < loyer && loyer < haut, c[1]).toBe(true);
+        expect(['commune', 'maille']).toContain(c[9]);
+      }
+    }
+    const zonage = new TextDecoder('windows-1252').decode(await readFile(a['zonage-abc'][0]));
+    expect(path.basename(a['zonage-abc'][0])).toBe('zonage-abc-juillet-2024.csv');
+    expect(zonage.split('\r\n')).toEqual([
+      'CODGEO;REG;DEP;LIBGEO;Zone en vigueur depuis le 5 juillet 2024;Reclassement juillet 2024',
+      '33001;75;33;Abzac;C;Non',
+      '33234;75;33;Latresne;B1;Non',
+      '59350;32;59;Lille;A;Non',
+      '67482;44;67;Strasbourg;A;Non',
+      '75056;11;75;Paris;Abis;Non',
+      '',
+    ]);
+  });
+
+  it.skipIf(!hasZonage)(`gives the five communes the zones of the real national list ${SKIP_ZONAGE}`, async () => {
+    const reel = new Set(new TextDecoder('windows-1252').decode(await readFile(ZONAGE_REEL)).split('\r\n'));
+    const lignes = new TextDecoder('windows-1252').decode(await readFile(a['zonage-abc'][0])).split('\r\n');
+    for (const ligne of lignes.slice(1, -1)) expect(reel.has(ligne), ligne).toBe(true);
   });
 
   it('names no natural person: sole traders without names, company names marked as fictitious', async () => {

@@ -3,7 +3,9 @@ import type { Queryable } from '../../../db/client.ts';
 import { SANDBOX_COMMUNES } from '../../../domain/platform/sandbox.ts';
 import { FICTIF, SANDBOX_SOURCES } from '../../../domain/sandbox/generate.ts';
 import { loadSandbox, TABLES_CHARGEES, type SandboxLoadReport } from '../../../domain/sandbox/load.ts';
+import { loyerCommune, loyersCommune, TYPES_LOGEMENT } from '../../../domain/loyers/loyers.ts';
 import { PARAMETRE_DEMONSTRATION, servedSource, SOURCE_DEMONSTRATION } from '../../../domain/qualite.ts';
+import { zoneAbc } from '../../../domain/zonage-abc/zone.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 
 // The sandbox loaded through the real importers into a fresh database, then read back.
@@ -303,6 +305,40 @@ describe('loadSandbox (sandbox dataset)', () => {
                             AND a.lon BETWEEN z.bbox_xmin AND z.bbox_xmax AND a.lat BETWEEN z.bbox_ymin AND z.bbox_ymax)`,
     );
     expect(rows).toEqual([]);
+  });
+
+  it('has rent indicators of every type and the A/B/C zoning for the five communes, as the domains read them', async () => {
+    const bornes: Record<string, [number, number]> = {
+      '75111': [24, 38],
+      '59350': [12, 20],
+      '67482': [11, 19],
+      '33234': [9, 16],
+      '33001': [6.5, 12],
+    };
+    for (const insee of SANDBOX_COMMUNES) {
+      const loyers = await loyersCommune(t.db, 'sandbox', insee);
+      expect(Object.keys(loyers).sort(), insee).toEqual([...TYPES_LOGEMENT].sort());
+      for (const l of Object.values(loyers)) {
+        expect(l.edition, insee).toBe(2025);
+        expect(l.commune?.endsWith(FICTIF.loyer), insee).toBe(true);
+        expect(l.bas_m2 < l.loyer_m2 && l.loyer_m2 < l.haut_m2, `${insee} ${l.type_logement}`).toBe(true);
+      }
+      const appartement = loyers.appartement!;
+      expect(appartement.loyer_m2, insee).toBeGreaterThan(bornes[insee][0]);
+      expect(appartement.loyer_m2, insee).toBeLessThan(bornes[insee][1]);
+      expect(await loyerCommune(t.db, 'sandbox', insee, 'appartement')).toEqual(appartement);
+    }
+    // Abzac's few listings borrow from its group of communes; Paris 11e's flats are its own, its houses are not.
+    expect((await loyerCommune(t.db, 'sandbox', '33001', 'appartement'))?.nature).toBe('predit_maille');
+    expect((await loyerCommune(t.db, 'sandbox', '75111', 'appartement'))?.nature).toBe('observe_commune');
+    expect((await loyerCommune(t.db, 'sandbox', '75111', 'maison'))?.nature).toBe('predit_maille');
+    const zones: Record<string, string | undefined> = {};
+    for (const insee of SANDBOX_COMMUNES) zones[insee] = (await zoneAbc(t.db, 'sandbox', insee))?.zone;
+    expect(zones).toEqual({ '33234': 'B1', '33001': 'C', '75111': 'Abis', '59350': 'A', '67482': 'A' });
+    expect(await zoneAbc(t.db, 'sandbox', '75111')).toMatchObject({
+      insee_zonage: '75056',
+      en_vigueur_le: '2024-07-05',
+    });
   });
 
   it('changes nothing when loaded again', async () => {
