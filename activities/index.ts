@@ -23,6 +23,7 @@ import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import { createDocumentActivities } from './documents.ts';
+import { createHubActivities, type HubDeps } from './hub.ts';
 import { createSemaphore, taskRow, type Semaphore } from './shared.ts';
 
 export interface ActivityDeps {
@@ -33,6 +34,8 @@ export interface ActivityDeps {
   modelConcurrency: number;
   /** The model reads images (documents' pictures, scanned pages); false: they are said unread in `limites`. */
   modelSeesImages?: boolean;
+  /** The operations the Hub's questions call, through the pipeline (absent: its tool calls fail, said). */
+  hub?: Pick<HubDeps, 'invoke' | 'outils'>;
 }
 
 /** Failures of the domain become Temporal failures whose type is the task's stable `erreur.code`. */
@@ -78,7 +81,16 @@ async function announceEnd(db: Db, id: string): Promise<string[]> {
 export function createActivities(deps: ActivityDeps) {
   // One bound for every model reading of this worker, whatever the operation.
   const modelSlot = createSemaphore(deps.modelConcurrency);
-  return { ...createPluActivities(deps, modelSlot), ...createDocumentActivities({ ...deps, modelSlot }) };
+  return {
+    ...createPluActivities(deps, modelSlot),
+    ...createDocumentActivities({ ...deps, modelSlot }),
+    ...createHubActivities({
+      db: deps.db,
+      model: deps.model,
+      invoke: deps.hub?.invoke ?? null,
+      outils: deps.hub?.outils ?? (async () => []),
+    }),
+  };
 }
 
 function createPluActivities(deps: ActivityDeps, modelSlot: Semaphore) {

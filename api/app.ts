@@ -7,12 +7,10 @@ import { createAccounts } from '../domain/platform/accounts.ts';
 import { createTaskEnds } from '../domain/taches/fins.ts';
 import type { Db } from '../db/client.ts';
 import type { Config } from '../lib/config.ts';
-import { createCursors } from '../lib/cursor.ts';
-import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { registerAdmin } from './admin.ts';
 import { registerDocs } from './docs.ts';
 import { DOWNLOAD_PATHS, registerDownloads } from './downloads.ts';
-import { fileDeliveryFromConfig } from '../domain/documents/telechargement.ts';
+import { createServices } from '../domain/services.ts';
 import { MCP_PATHS, registerMcp } from './mcp.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
@@ -85,19 +83,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Bodies are JSON only: any other content type answers 415 type_contenu.
   app.removeContentTypeParser('text/plain');
 
-  const secret = await db.query<{ valeur: string }>(`SELECT valeur FROM parametres WHERE nom = 'secret_curseurs'`);
   const taskEnds = createTaskEnds(db);
   // Before in-flight requests are awaited: a request waiting for a task's end answers at once with the task as it is.
   app.addHook('preClose', () => taskEnds.close());
-  const services: Services = {
-    db,
-    outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
-    cursors: createCursors(secret.rows[0].valeur),
-    now: () => new Date(),
-    files: fileDeliveryFromConfig(config, secret.rows[0].valeur),
-    taskEnds,
-    ...deps.services,
-  };
+  const services = await createServices(config, db, { taskEnds, ...deps.services });
   const accounts = createAccounts(db, { quotaMinute: config.DEFAULT_QUOTA_MINUTE });
   const pipeline = createPipeline({ operations, services, accounts });
   // The one pipeline of the app's operations, for the other adapters (MCP) and for tests calling `invoke`.

@@ -3,7 +3,7 @@ import { createDb, type Db } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Config } from '../lib/config.ts';
 import { buildApp } from './app.ts';
-import { connectTemporal, createTemporalEngine, retryDelaysS } from '../lib/temporal.ts';
+import { connectTemporal, createTemporalEngine, createTemporalHub, retryDelaysS } from '../lib/temporal.ts';
 import { startTaskResumer } from '../domain/taches/reprise.ts';
 
 export interface RunningServer {
@@ -25,7 +25,8 @@ export async function startServer(config: Config, databaseUrl: string): Promise<
         delaisLivraisonS: retryDelaysS(config.WEBHOOKS_RETRY_DELAYS),
       })
     : undefined;
-  const app = await buildApp({ config, db, services: { tasks } });
+  const hub = temporal ? createTemporalHub(temporal.client, { taskQueue: config.TEMPORAL_TASK_QUEUE }) : undefined;
+  const app = await buildApp({ config, db, services: { tasks, hub } });
   // Tasks left unstarted by an api that stopped between writing them and starting them (this one or another).
   const resumer = tasks
     ? startTaskResumer({ db, engine: tasks }, (error) => app.log.warn({ err: error }, 'reprise des tâches en échec'))

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { QuestionDemandee } from './hub/types.ts';
 import type { Db } from '../db/client.ts';
 import type { Cursors } from '../lib/cursor.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
@@ -91,6 +92,19 @@ export interface TaskEnds {
   wait(taskId: string, ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** The Hub's conversations (Temporal in production): the domain only knows this interface. */
+export interface HubEngine {
+  /**
+   * Puts a question to a conversation, starting its workflow, or reviving it from `dernier` (the number of its last
+   * question) when it has closed. Resolves with the question's number once it is answered (the answer is then in
+   * the database); a refusal or a failure of the question is an ApiError.
+   */
+  poser(
+    conversation: { id: string; compteId: string; dernier: () => Promise<number> },
+    demande: QuestionDemandee,
+  ): Promise<number>;
+}
+
 /** What a handler may use. Narrow on purpose: no HTTP, no Temporal. */
 export interface Services {
   db: Db;
@@ -105,6 +119,8 @@ export interface Services {
   files?: FileDelivery;
   /** Threads laying out generated documents off the main loop (a shared pool when absent). */
   renderPool?: RenderPool;
+  /** The Hub's conversations; absent without Temporal (questions then answer 503). */
+  hub?: HubEngine;
 }
 
 export interface OperationContext {
@@ -169,6 +185,12 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
    * a GET of the task answers 200.
    */
   task?: boolean;
+  /**
+   * The operation settles its own credits, exactly once whatever the retries (a Hub question: its price and its
+   * tools', by the workflow that answers it), and its output carries the `credits` block: the pipeline neither
+   * bills nor adds one. Tasks do so too.
+   */
+  ownCredits?: boolean;
   /**
    * Another representation of a result, chosen by the request's `Accept` header (the generated file itself): it is
    * billed and headed like the JSON, and sent instead of it.
@@ -244,6 +266,11 @@ export function priceText(operation: Operation): string {
     evenement: 'événement livré',
   }[operation.unit];
   return `${operation.credits} crédit(s) par ${per}`;
+}
+
+/** The output carries its own `credits` block, settled by the operation (tasks, Hub questions). */
+export function billsItself(operation: Operation): boolean {
+  return operation.task === true || operation.ownCredits === true;
 }
 
 /** Credits a result costs, from the operation's price and unit. */

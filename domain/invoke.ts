@@ -1,10 +1,20 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { fieldPlace, operationId, priceOf, type Operation, type Services } from './catalogue.ts';
+import {
+  billsItself,
+  fieldPlace,
+  operationId,
+  priceOf,
+  type Caller,
+  type Operation,
+  type Services,
+} from './catalogue.ts';
 import { exigerEntree } from './entrees.ts';
 import { ApiError, type RateFigures } from './errors.ts';
 import type { Accounts } from './platform/accounts.ts';
 import { createAuthenticator, type Admission, type Credential } from './platform/authenticate.ts';
-import { createDebiter } from './platform/debits.ts';
+import { createDebiter, type AnswerDebitOutcome } from './platform/debits.ts';
+import { debit } from './platform/ledger.ts';
+import type { Queryable } from '../db/client.ts';
 import { createRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { liveIsDemonstration } from './qualite.ts';
 
@@ -23,6 +33,13 @@ export interface RunOptions {
   idempotencyKey?: unknown;
   /** Fingerprints of answers the caller already holds (HTTP If-None-Match): the same answer is not sent again. */
   known?: string[];
+  /**
+   * The ledger key of this call's debit (the Hub's tool calls): a call retried with the same key is not debited
+   * again, and its debit can be given back by that key.
+   */
+  billingKey?: string;
+  /** The most this answer may cost (what a Hub question has left): a dearer answer is refused, nothing debited. */
+  creditCap?: number;
 }
 
 export interface CallOptions extends RunOptions {
@@ -203,6 +220,33 @@ function createServedMemory() {
   };
 }
 
+/**
+ * The debit of one answer under a ledger key (svc_debiter): written once whatever the retries; a retry finds it
+ * written (`deja`) and is told what the first attempt debited.
+ */
+async function keyedDebit(
+  db: Queryable,
+  caller: Caller,
+  tool: string,
+  price: number,
+  requete: string,
+  empreinte: string,
+  key: string,
+): Promise<AnswerDebitOutcome> {
+  const { issue, debites, restants } = await debit(db, {
+    organisationId: caller.organisationId,
+    cleId: caller.cleId,
+    genre: 'debit',
+    credits: price,
+    operation: tool,
+    requete,
+    empreinte,
+    idempotence: key,
+  });
+  if (issue === 'deja') return { issue: 'debite', debites: price, restants: Number(restants), serviLe: null };
+  return { issue, debites, restants: Number(restants), serviLe: issue === 'debite' ? Date.now() : null };
+}
+
 /** The payload with its `credits` block, as one JSON object (the payload's closing brace replaced by the block). */
 function withCredits(payload: Buffer, credits: Credits): Buffer {
   const empty = payload.length === 2; // `{}`
@@ -276,13 +320,14 @@ export function createPipeline(deps: {
     const now = services.now();
     const dataDate = operation.dataDate?.(result.output as never) ?? now.toISOString();
     const unchanged = options.known?.includes(result.fingerprint) ?? false;
-    // A task's envelope carries the task's own credits: reserved at its start, settled by the task itself.
+    // A task's envelope carries the task's own credits (reserved at its start, settled by the task itself), a Hub
+    // question its own (settled by the workflow that answered it).
     const credits: Credits = unchanged
       ? { debites: 0, restants: admission.restants }
-      : operation.task
+      : billsItself(operation)
         ? (result.output as { credits: Credits }).credits
-        : await bill(admission, result, now.getTime());
-    const body = operation.task ? result.payload : withCredits(result.payload, credits);
+        : await bill(admission, result, now.getTime(), options);
+    const body = billsItself(operation) ? result.payload : withCredits(result.payload, credits);
     return {
       operation,
       output: result.output,
@@ -305,18 +350,29 @@ export function createPipeline(deps: {
     { operation, caller, restants, requestId }: Admission,
     result: Result,
     now: number,
+    { billingKey, creditCap }: RunOptions,
   ): Promise<Credits> {
     const price = caller.sandbox ? 0 : priceOf(operation, result.output);
     const servedId = `${caller.organisationId}|${result.fingerprint}`;
     if (price === 0 || served.seen(servedId, now)) return { debites: 0, restants };
-    const debited = await debiter.debit({
-      organisationId: caller.organisationId,
-      cleId: caller.cleId,
-      credits: price,
-      operation: operation.tool,
-      requete: requestId,
-      empreinte: result.fingerprint,
-    });
+    if (creditCap !== undefined && price > creditCap) {
+      throw new ApiError(
+        'credits_insuffisants',
+        `Cette réponse coûte ${price} crédits ; le plafond de la question n’en laisse que ${creditCap}.`,
+      );
+    }
+    // A keyed debit is written alone (svc_debiter, which knows the key): the Hub's tool calls are few, and a retry of
+    // one must find its debit already written.
+    const debited = billingKey
+      ? await keyedDebit(services.db, caller, operation.tool, price, requestId, result.fingerprint, billingKey)
+      : await debiter.debit({
+          organisationId: caller.organisationId,
+          cleId: caller.cleId,
+          credits: price,
+          operation: operation.tool,
+          requete: requestId,
+          empreinte: result.fingerprint,
+        });
     if (debited.issue === 'credits_insuffisants') {
       throw new ApiError(
         'credits_insuffisants',

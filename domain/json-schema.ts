@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreditsSchema, type Operation } from './catalogue.ts';
+import { billsItself, CreditsSchema, type Operation } from './catalogue.ts';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -21,7 +21,7 @@ export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchem
  * task's envelope, which carries the task's own.
  */
 export function servedSchema(operation: Operation): z.ZodType {
-  if (operation.task) return operation.output;
+  if (billsItself(operation)) return operation.output;
   return operation.output instanceof z.ZodObject
     ? operation.output.extend({ credits: CreditsSchema })
     : z.object({ credits: CreditsSchema });

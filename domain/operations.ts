@@ -4,6 +4,7 @@ import { compteOperations } from './compte/operations.ts';
 import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
+import { HUB_OPERATIONS } from './hub/operations.ts';
 import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
 import { permisOperations } from './urbanisme/permis.ts';
@@ -19,6 +20,7 @@ export const OPERATIONS = [
   lireDocument,
   faitsAdresse,
   ...dvfOperations,
+  ...HUB_OPERATIONS,
   ...permisOperations,
   ...societesCivilesOperations,
   ...pluOperations,

@@ -15,11 +15,45 @@ export interface ModelRequest<T> {
   timeoutMs?: number;
 }
 
+/** A message of a conversation with tools, as Chat Completions takes it. */
+export type ModelMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+
+/** A tool the model may call: its name, what it does, its arguments as JSON Schema. */
+export interface ModelTool {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
+
+/** A call the model asks for; `arguments` as it wrote them (JSON text, to be validated). */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface ConversationRequest {
+  messages: ModelMessage[];
+  tools: ModelTool[];
+  /** false: the model must answer now, without calling a tool. */
+  toolsAllowed: boolean;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** One turn of the model: its text, and the tool calls it asks for (several at once allowed). */
+export interface ModelTurn {
+  content: string | null;
+  toolCalls: ModelToolCall[];
+}
+
 /** An OpenAI-compatible model, reached through the openai SDK (Chat Completions, structured outputs). */
 export interface Model {
   /** The model name, as reported in results (`lecture.modele`). */
   name: string;
   complete<T>(request: ModelRequest<T>): Promise<T>;
+  /** A turn of a conversation with tools (the Hub's agent). */
+  converse(request: ConversationRequest): Promise<ModelTurn>;
 }
 
 export type ModelErrorKind = 'delai' | 'indisponible' | 'reponse_invalide' | 'refus' | 'configuration';
@@ -28,11 +62,19 @@ export type ModelErrorKind = 'delai' | 'indisponible' | 'reponse_invalide' | 're
 export class ModelError extends Error {
   readonly kind: ModelErrorKind;
   readonly retryable: boolean;
-  constructor(kind: ModelErrorKind, message: string, retryable: boolean, options?: { cause?: unknown }) {
+  /** How long the server asked to wait before trying again (Retry-After of a 429 or 503), when it said. */
+  readonly retryAfterMs: number | null;
+  constructor(
+    kind: ModelErrorKind,
+    message: string,
+    retryable: boolean,
+    options?: { cause?: unknown; retryAfterMs?: number | null },
+  ) {
     super(message, options);
     this.name = 'ModelError';
     this.kind = kind;
     this.retryable = retryable;
+    this.retryAfterMs = options?.retryAfterMs ?? null;
   }
 }
 
@@ -376,6 +418,50 @@ export function createOpenAiModel(options: OpenAiModelOptions): Model {
       }
       return result.data;
     },
+
+    async converse(request: ConversationRequest): Promise<ModelTurn> {
+      const { signal } = request;
+      if (signal?.aborted) throw abortReason(signal);
+      const timeout = request.timeoutMs ?? defaultTimeoutMs;
+      let completion: OpenAI.Chat.Completions.ChatCompletion;
+      try {
+        completion = await client.chat.completions.create(
+          {
+            model: name,
+            messages: request.messages,
+            ...(request.tools.length > 0
+              ? {
+                  tools: request.tools.map((t) => ({
+                    type: 'function' as const,
+                    function: { name: t.name, description: t.description, parameters: t.parameters },
+                  })),
+                  tool_choice: request.toolsAllowed ? ('auto' as const) : ('none' as const),
+                  parallel_tool_calls: true,
+                }
+              : {}),
+          },
+          { signal, timeout },
+        );
+      } catch (error) {
+        throw toModelError(error, signal, timeout);
+      }
+      const choice = completion.choices?.[0];
+      const message = choice?.message;
+      if (message?.refusal) {
+        throw new ModelError('refus', `Le modèle a refusé de répondre : ${message.refusal.slice(0, 300)}`, false);
+      }
+      if (choice?.finish_reason === 'content_filter') {
+        throw new ModelError('refus', 'La réponse du modèle a été bloquée par son filtre de contenu.', false);
+      }
+      const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
+        call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : [],
+      );
+      const content = typeof message?.content === 'string' ? message.content : null;
+      if (toolCalls.length === 0 && !content?.trim()) {
+        throw invalid(`réponse vide (finish_reason ${choice?.finish_reason ?? 'absent'})`);
+      }
+      return { content, toolCalls };
+    },
   };
 }
 
@@ -418,11 +504,26 @@ function toModelError(error: unknown, signal: AbortSignal | undefined, timeoutMs
     if (status === 408) return new ModelError('delai', `Le modèle n’a pas répondu ${detail}`, true, { cause: error });
     // 409: OpenAI's lock conflicts, transient like 429 and 5xx.
     if (status === 409 || status === 429 || status >= 500) {
-      return new ModelError('indisponible', `Modèle indisponible ${detail}`, true, { cause: error });
+      return new ModelError('indisponible', `Modèle indisponible ${detail}`, true, {
+        cause: error,
+        retryAfterMs: retryAfterMs(error.headers),
+      });
     }
     return new ModelError('configuration', `Requête refusée par le modèle ${detail}`, false, { cause: error });
   }
   return error;
+}
+
+/** Retry-After (seconds or an HTTP date) or OpenAI's retry-after-ms, in milliseconds; null when absent or unreadable. */
+function retryAfterMs(headers: Headers | undefined): number | null {
+  const ms = Number(headers?.get('retry-after-ms'));
+  if (headers?.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return ms;
+  const value = headers?.get('retry-after');
+  if (!value) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
 }
 
 function abortReason(signal: AbortSignal): unknown {

@@ -1,5 +1,13 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import type { TaskEngine } from '../domain/catalogue.ts';
+import {
+  Client,
+  Connection,
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { HubEngine, TaskEngine } from '../domain/catalogue.ts';
+import { ApiError, ERRORS, type ErrorCode } from '../domain/errors.ts';
 
 /** The workflow type of each task operation (workflows/index.ts exports them). */
 export const WORKFLOW_OF: Record<string, string> = {
@@ -64,6 +72,49 @@ export function createTemporalEngine(
     },
     async cancel(taskId) {
       await client.workflow.getHandle(taskId).cancel();
+    },
+  };
+}
+
+// A question that reaches a conversation while its workflow closes (idle) is refused by it; it is put again, and the
+// conversation starts afresh. Each try waits this long more.
+const REESSAIS_FERMETURE_MS = [50, 100, 200, 400, 800];
+
+/**
+ * The Hub's conversations on Temporal: one workflow per conversation (workflow id = conversation id), each question
+ * an Update sent with the workflow's start (update-with-start, USE_EXISTING): the first question starts it, the next
+ * ones join it, a question to a closed conversation starts it again.
+ */
+export function createTemporalHub(client: Client, options: { taskQueue: string }): HubEngine {
+  return {
+    async poser(conversation, demande) {
+      for (let essai = 0; ; essai += 1) {
+        const start = new WithStartWorkflowOperation('conversationHub', {
+          workflowId: conversation.id,
+          taskQueue: options.taskQueue,
+          args: [
+            { conversationId: conversation.id, compteId: conversation.compteId, dernier: await conversation.dernier() },
+          ],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+        });
+        try {
+          return await client.workflow.executeUpdateWithStart<any, number, [typeof demande]>('poserQuestion', {
+            args: [demande],
+            startWorkflowOperation: start,
+          });
+        } catch (error) {
+          const failure = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+          if (!(failure instanceof ApplicationFailure)) {
+            throw new ApiError('service_indisponible', 'Le Hub ne répond pas ; rien n’a été débité.', { cause: error });
+          }
+          if (failure.type === 'conversation_fermee' && essai < REESSAIS_FERMETURE_MS.length) {
+            await new Promise((resolve) => setTimeout(resolve, REESSAIS_FERMETURE_MS[essai]));
+            continue;
+          }
+          const code = failure.type && failure.type in ERRORS ? (failure.type as ErrorCode) : 'service_indisponible';
+          throw new ApiError(code, failure.message);
+        }
+      }
     },
   };
 }

@@ -3,9 +3,14 @@ import { onShutdown } from '../api/server.ts';
 import { createDb } from '../db/client.ts';
 import { connectDataDir } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
+import { outilsDuHub } from '../domain/hub/outils-hub.ts';
+import { createPipeline } from '../domain/invoke.ts';
+import { OPERATIONS } from '../domain/operations.ts';
+import { createOutils } from '../domain/outils.ts';
+import { createAccounts } from '../domain/platform/accounts.ts';
+import { createServices } from '../domain/services.ts';
 import { loadConfig } from '../lib/config.ts';
 import { modelFromConfig } from '../lib/model.ts';
-import { createOutboundHttp } from '../lib/outbound-http.ts';
 import { startWorker } from './worker.ts';
 
 // The worker process alone (the multi-machine path): it needs TEMPORAL_ADDRESS; `npm start` runs everything.
@@ -17,19 +22,28 @@ if (!config.TEMPORAL_ADDRESS) {
 const database = await connectDataDir(config);
 const db = createDb(database.url);
 await migrate(db);
+// The Hub's tool calls run the operations here, through the same pipeline as the api: same checks, same ledger.
+const services = await createServices(config, db);
+const pipeline = createPipeline({
+  operations: OPERATIONS,
+  services,
+  accounts: createAccounts(db, { quotaMinute: config.DEFAULT_QUOTA_MINUTE }),
+});
 const worker = await startWorker({
   address: config.TEMPORAL_ADDRESS,
   taskQueue: config.TEMPORAL_TASK_QUEUE,
   activities: createActivities({
     db,
     model: modelFromConfig(config),
-    outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
+    outbound: services.outbound,
     modelConcurrency: config.MODEL_CONCURRENCY,
+    hub: outilsDuHub(pipeline, createOutils(OPERATIONS)),
   }),
 });
 console.log(`Worker à l’écoute de ${config.TEMPORAL_ADDRESS}`);
 onShutdown(async () => {
   await worker.stop();
+  await pipeline.close();
   await db.end();
   await database.stop();
 });

@@ -2,3 +2,4 @@
 export { lireDocument } from './lire-document.ts';
 export { lirePlu } from './lire-plu.ts';
 export { livrerWebhook } from './livrer-webhook.ts';
+export { conversationHub } from './conversation-hub.ts';

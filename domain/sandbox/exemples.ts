@@ -41,6 +41,12 @@ async function bail(): Promise<string> {
 const webhook = async ({ recepteur, appeler }: ContexteExemple) =>
   (await appeler('webhooks_creer', { url: `${recepteur}/svc`, genres: ['tache.terminee'] })).webhook.id as string;
 
+/** A conversation of the Hub: a question asked, then the conversation listed. */
+async function conversation(appeler: ContexteExemple['appeler']): Promise<string> {
+  await appeler('question_hub', { question: 'Que sait-on de Latresne ?' });
+  return (await appeler('conversations_hub', {})).conversations[0].id;
+}
+
 export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   resoudre_adresse: [{ q: '11 rue des Pins Latresne' }, { q: 'rue des Pins', code_postal: '33360', limite: 3 }],
   resoudre_adresse_inverse: [{ lat: 44.782339, lon: -0.498405 }],
@@ -106,6 +112,17 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   permis_adresse: [{ cle_ban: '33001_z015_00002' }],
   permis_adresse_parcelle: [{ id_parcelle: '33001000AD0397' }],
   societes_civiles: [{ cle_ban: '33001_z003_00012' }],
+  question_hub: [{ question: 'Que valent les maisons à Latresne ?', contexte: { insee: '33234' } }],
+  conversations_hub: [
+    async ({ appeler }) => {
+      await appeler('question_hub', { question: 'Quel est le marché à Latresne ?' });
+      return {};
+    },
+  ],
+  conversations_hub_lire: [async ({ appeler }) => ({ id: await conversation(appeler) })],
+  conversations_hub_question: [
+    async ({ appeler }) => ({ id: await conversation(appeler), question: 'Et pour un appartement ?' }),
+  ],
   lire_plu: [
     { cle_ban: ADRESSE_PLU, attendre: 30 },
     { lat: 44.782339, lon: -0.498405, themes: ['hauteur'] },

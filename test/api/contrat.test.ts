@@ -53,9 +53,9 @@ async function served(
 
 beforeAll(async () => {
   runtime = await createRuntime();
-  t = await createTestApp({ services: { tasks: runtime.engine } });
+  t = await createTestApp({ services: { tasks: runtime.engine, hub: runtime.hub } });
   model = await startModelServer(schemaReply);
-  await runtime.startWorker(t.db, model.url);
+  await runtime.startWorker(t.db, model.url, t.app.pipeline);
   await loadSandbox(t.db, { dataset: 'sandbox' });
   await loadSandbox(t.db, { dataset: 'live' });
   receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));

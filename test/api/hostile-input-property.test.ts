@@ -6,6 +6,7 @@ import { parseInput, type Operation } from '../../domain/catalogue.ts';
 import { ERRORS } from '../../domain/errors.ts';
 import { OPERATIONS } from '../../domain/operations.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { createRuntime } from '../support/runtime.ts';
 
 // For every operation of the catalogue and every parameter its input schema declares (path, query, body, at any
@@ -285,6 +286,7 @@ function probes(operation: Operation): Probe[] {
 
 let t: TestApp;
 let runtime: Awaited<ReturnType<typeof createRuntime>>;
+let model: ModelServer;
 let org: { id: string; cle: string };
 let cle: string;
 
@@ -292,14 +294,18 @@ beforeAll(async () => {
   // The task engine as in production (without a worker: a task accepted stays waiting), so that a task operation
   // goes as far as its input lets it.
   runtime = await createRuntime();
-  t = await createTestApp({ services: { tasks: runtime.engine } });
+  t = await createTestApp({ services: { tasks: runtime.engine, hub: runtime.hub } });
+  // The Hub answers within the request: its worker runs, with a model that answers at once, without tools.
+  model = await startModelServer(() => ({ content: 'Réponse du modèle de test.' }));
+  await runtime.startWorker(t.db, model.url, t.app.pipeline);
   org = await t.organisation({ acces: 'contrat', quota_minute: 1_000_000 });
   // A personal key reaches every operation, the account's ones included.
   cle = (await t.admin('POST', `/organisations/${org.id}/cles`, { mode: 'live', personnelle: true })).body.cle;
 });
 afterAll(async () => {
-  await t?.close();
   await runtime?.close();
+  await t?.close();
+  await model?.close();
 });
 
 describe('hostile values in every parameter of every operation', () => {

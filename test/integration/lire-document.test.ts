@@ -468,6 +468,9 @@ describe('the reading logic, without Temporal', () => {
         m.calls += 1;
         return { reponse: 'Rien.', faits: [], references: [] } as T;
       },
+      async converse(): Promise<never> {
+        throw new Error('La lecture de documents ne converse pas avec le modèle.');
+      },
     };
     return m;
   };

@@ -8,6 +8,8 @@ export type ModelReply =
   /** Raw assistant content (e.g. malformed JSON); `finishReason` defaults to stop. */
   | { content: string; finishReason?: 'stop' | 'length' | 'content_filter' }
   | { refusal: string }
+  /** Tool calls (arguments as an object, or as raw text to test malformed ones), with optional text beside. */
+  | { toolCalls: Array<{ name: string; arguments: unknown; id?: string }>; content?: string }
   /** An HTTP error; `body` defaults to an OpenAI-shaped error. */
   | { status: number; body?: unknown }
   | { delayMs: number; then: ModelReply }
@@ -85,6 +87,18 @@ export async function startModelServer(script?: ModelReply[] | ModelHandler): Pr
       const type =
         reply.status === 429 ? 'rate_limit_exceeded' : reply.status >= 500 ? 'server_error' : 'invalid_request_error';
       sendJson(res, reply.status, reply.body ?? errorBody(`Erreur simulée ${reply.status}`, type));
+      return;
+    }
+    if ('toolCalls' in reply) {
+      const tool_calls = reply.toolCalls.map((call, i) => ({
+        id: call.id ?? `call_${counter + 1}_${i + 1}`,
+        type: 'function',
+        function: {
+          name: call.name,
+          arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+        },
+      }));
+      sendJson(res, 200, completion(body, { content: reply.content ?? null, refusal: null, tool_calls }, 'tool_calls'));
       return;
     }
     if ('refusal' in reply) {

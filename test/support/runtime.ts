@@ -2,9 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import type { Db } from '../../db/client.ts';
+import { outilsDuHub } from '../../domain/hub/outils-hub.ts';
+import type { Pipeline } from '../../domain/invoke.ts';
+import { OPERATIONS } from '../../domain/operations.ts';
+import { createOutils } from '../../domain/outils.ts';
 import { createOpenAiModel } from '../../lib/model.ts';
 import { createOutboundHttp } from '../../lib/outbound-http.ts';
-import { connectTemporal, createTemporalEngine } from '../../lib/temporal.ts';
+import { connectTemporal, createTemporalEngine, createTemporalHub } from '../../lib/temporal.ts';
 import { startWorker, type RunningWorker } from '../../worker/worker.ts';
 import { MODEL_SERVER_MODEL } from './model-server.ts';
 
@@ -26,7 +30,10 @@ export async function createRuntime(options: { delaisLivraisonS?: number[] } = {
     taskQueue,
     client: temporal.client,
     engine,
-    async startWorker(db: Db, modelUrl: string | null) {
+    /** The Hub's conversations on the same queue: a worker started with the app's pipeline answers them. */
+    hub: createTemporalHub(temporal.client, { taskQueue }),
+    /** A worker on this queue; with `pipeline`, the Hub's questions call the operations through it. */
+    async startWorker(db: Db, modelUrl: string | null, pipeline?: Pipeline) {
       const worker = await startWorker({
         address,
         taskQueue,
@@ -37,6 +44,7 @@ export async function createRuntime(options: { delaisLivraisonS?: number[] } = {
             : null,
           outbound: createOutboundHttp({ allowLoopback: true }),
           modelConcurrency: 2,
+          hub: pipeline ? outilsDuHub(pipeline, createOutils(OPERATIONS)) : undefined,
         }),
       });
       workers.push(worker);

@@ -14,6 +14,9 @@ class FakeModel implements Model {
   constructor(reply: (user: string) => Partial<LectureModele> | Error) {
     this.reply = reply;
   }
+  async converse(): Promise<never> {
+    throw new Error('La lecture du PLU ne converse pas avec le modèle.');
+  }
   async complete<T>(request: ModelRequest<T>): Promise<T> {
     this.requests.push(request as ModelRequest<unknown>);
     const out = this.reply(String(request.user));

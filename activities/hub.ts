@@ -1,0 +1,399 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { transaction, type Db } from '../db/client.ts';
+import { lireMemoire, lireProfil } from '../domain/compte/operations.ts';
+import { ApiError } from '../domain/errors.ts';
+import {
+  choisirOutils,
+  FIL_VU,
+  messageSysteme,
+  messagesDuFil,
+  questionsOuvertes,
+  resultatPourModele,
+  sourcesDe,
+} from '../domain/hub/agent.ts';
+import { verifierChiffres } from '../domain/hub/chiffres.ts';
+import { ajouterMessage, lireConversation, lireQuestion, type MessageHub } from '../domain/hub/conversations.ts';
+import { PRIX_QUESTION, type AppelFait, type QuestionDemandee, type TourJoue } from '../domain/hub/types.ts';
+import type { Invocation } from '../domain/invoke.ts';
+import { debit } from '../domain/platform/ledger.ts';
+import { ModelError, type Model, type ModelMessage, type ModelTool } from '../lib/model.ts';
+
+/** What the Hub's steps need: the pipeline every caller uses, and the tools a key may be offered. */
+export interface HubDeps {
+  db: Db;
+  model: Model | null;
+  /** Runs one operation for a key, as HTTP would (null: the worker cannot run tools). */
+  invoke:
+    | ((
+        cleId: string,
+        tool: string,
+        input: unknown,
+        options: { billingKey: string; creditCap: number; requestId: string },
+      ) => Promise<Invocation>)
+    | null;
+  /** The tools the Hub may offer a key's questions: the read operations it may call, and the memory. */
+  outils: (cleId: string) => Promise<ModelTool[]>;
+}
+
+interface Question {
+  conversationId: string;
+  numero: number;
+}
+
+/** The ledger key of a question's price; its tools' keys and its give-back extend it. */
+const cleQuestion = ({ conversationId, numero }: Question) => `hub:${conversationId}:${numero}`;
+
+function echecModele(error: unknown): unknown {
+  if (!(error instanceof ModelError)) return error;
+  const type =
+    error.kind === 'refus'
+      ? 'modele_refus'
+      : error.kind === 'configuration'
+        ? 'modele_non_configure'
+        : 'modele_indisponible';
+  return ApplicationFailure.create({
+    type,
+    message: `Modèle : ${error.message}`,
+    nonRetryable: !error.retryable,
+    // A 429's Retry-After is honoured: the next attempt waits what the server asked.
+    ...(error.retryAfterMs !== null ? { nextRetryDelay: error.retryAfterMs } : {}),
+  });
+}
+
+interface LigneAppel {
+  tour: number;
+  rang: number;
+  appel_id: string;
+  outil: string;
+  entree: unknown;
+  resultat: unknown;
+  erreur: { code: string; detail: string } | null;
+  credits: number;
+  fait_le: Date | null;
+}
+
+async function appelsDe(db: Db, q: Question): Promise<LigneAppel[]> {
+  const { rows } = await db.query<LigneAppel>(
+    `SELECT tour, rang, appel_id, outil, entree, resultat, erreur, credits, fait_le FROM appels_hub
+      WHERE conversation_id = $1 AND numero = $2 ORDER BY tour, rang`,
+    [q.conversationId, q.numero],
+  );
+  return rows;
+}
+
+/** The turn as written (its calls by rank), or null before the model has played it. */
+async function tourEcrit(db: Db, t: Question & { tour: number }): Promise<TourJoue | null> {
+  const { rows } = await db.query<{ rang: number | null }>(
+    `SELECT a.rang FROM tours_hub t LEFT JOIN appels_hub a USING (conversation_id, numero, tour)
+      WHERE t.conversation_id = $1 AND t.numero = $2 AND t.tour = $3 ORDER BY a.rang`,
+    [t.conversationId, t.numero, t.tour],
+  );
+  if (rows.length === 0) return null;
+  return { appels: rows.flatMap((r) => (r.rang === null ? [] : [{ rang: r.rang }])) };
+}
+
+export function createHubActivities(deps: HubDeps) {
+  const { db } = deps;
+
+  return {
+    /**
+     * Writes the question and its user message, and debits its price: once, whatever the retries (a failure of the
+     * question gives it back).
+     */
+    async ouvrirQuestionHub(args: Question & { demande: QuestionDemandee }): Promise<void> {
+      const { demande } = args;
+      await transaction(db, async (client) => {
+        await client.query(
+          `INSERT INTO questions_hub (conversation_id, numero, cle_id, question, options) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT DO NOTHING`,
+          [args.conversationId, args.numero, demande.cleId, demande.question, demande],
+        );
+        await ajouterMessage(client, { ...args, role: 'user', contenu: demande.question });
+        const prix = await debit(client, {
+          organisationId: demande.organisationId,
+          cleId: demande.cleId,
+          genre: 'debit',
+          credits: PRIX_QUESTION,
+          operation: 'question_hub',
+          requete: demande.requete,
+          idempotence: cleQuestion(args),
+        });
+        if (prix.issue === 'credits_insuffisants' || prix.issue === 'plafond_cle') {
+          const detail =
+            prix.issue === 'plafond_cle'
+              ? 'Plafond mensuel de la clé atteint.'
+              : `Il reste ${prix.restants} crédits ; une question en coûte ${PRIX_QUESTION}.`;
+          throw ApplicationFailure.create({ type: prix.issue, message: detail, nonRetryable: true });
+        }
+      });
+    },
+
+    /**
+     * One model turn: the thread, the question, the turns before it with their tools' results, and the tools of
+     * this question. Written once: a retried turn after the model answered serves what it answered.
+     */
+    async tourHub(args: Question & { tour: number; conclure: boolean }): Promise<TourJoue> {
+      const dejaJoue = await tourEcrit(db, args);
+      if (dejaJoue) return dejaJoue;
+      if (!deps.model) {
+        throw ApplicationFailure.create({
+          type: 'modele_non_configure',
+          message: 'Aucun modèle configuré (OPENAI_MODEL).',
+          nonRetryable: true,
+        });
+      }
+      const question = await lireQuestion(db, args.conversationId, args.numero);
+      const conversation = await lireConversation(db, args.conversationId);
+      if (!question || !conversation) {
+        throw ApplicationFailure.create({
+          type: 'ressource_absente',
+          message: 'Question absente.',
+          nonRetryable: true,
+        });
+      }
+      const { demande } = question;
+      const fil = await db.query<MessageHub>(
+        `SELECT rang, role, contenu, outils FROM (
+           SELECT rang, role, contenu, outils FROM messages_hub WHERE conversation_id = $1 AND numero < $2
+            ORDER BY rang DESC LIMIT $3) m ORDER BY rang`,
+        [args.conversationId, args.numero, FIL_VU],
+      );
+      const [profil, memoire] = demande.memoire
+        ? await Promise.all([lireProfil(db, conversation.compteId), lireMemoire(db, conversation.compteId)])
+        : [null, null];
+      const messages: ModelMessage[] = [
+        {
+          role: 'system',
+          content: messageSysteme({ contexte: conversation.contexte, profil, memoire, conclure: args.conclure }),
+        },
+        ...messagesDuFil(fil.rows, demande.question),
+      ];
+      const tours = await db.query<{ tour: number; message: ModelMessage }>(
+        'SELECT tour, message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 AND tour < $3 ORDER BY tour',
+        [args.conversationId, args.numero, args.tour],
+      );
+      const appels = await appelsDe(db, args);
+      for (const t of tours.rows) {
+        messages.push(t.message);
+        for (const a of appels.filter((x) => x.tour === t.tour)) {
+          messages.push({
+            role: 'tool',
+            tool_call_id: a.appel_id,
+            content: resultatPourModele(a.outil, a.resultat, a.erreur),
+          });
+        }
+      }
+      const outils = choisirOutils(
+        await deps.outils(demande.cleId),
+        demande.question,
+        conversation.contexte,
+        demande.outilsAutorises,
+      );
+      let joue;
+      try {
+        joue = await deps.model.converse({ messages, tools: outils, toolsAllowed: !args.conclure });
+      } catch (error) {
+        throw echecModele(error);
+      }
+      // A model asked to conclude that still calls tools is not obeyed: its text is the answer.
+      const demandes = args.conclure ? [] : joue.toolCalls;
+      if (demandes.length === 0 && !joue.content?.trim()) {
+        throw ApplicationFailure.create({ type: 'modele_indisponible', message: 'Modèle : réponse vide.' });
+      }
+      const offerts = new Set(outils.map((o) => o.name));
+      await transaction(db, async (client) => {
+        const message: ModelMessage = {
+          role: 'assistant',
+          content: joue.content,
+          ...(demandes.length > 0
+            ? {
+                tool_calls: demandes.map((c) => ({
+                  id: c.id,
+                  type: 'function' as const,
+                  function: { name: c.name, arguments: c.arguments },
+                })),
+              }
+            : {}),
+        };
+        const ecrit = await client.query(
+          `INSERT INTO tours_hub (conversation_id, numero, tour, message) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+          [args.conversationId, args.numero, args.tour, message],
+        );
+        if (ecrit.rowCount === 0) return;
+        for (const [i, c] of demandes.entries()) {
+          // Arguments are checked here, before anything runs: a tool the question was not offered, or arguments
+          // that are not a JSON object, come back to the model as the call's error, never run, never billed.
+          let entree: unknown = null;
+          let erreur: { code: string; detail: string } | null = null;
+          if (!offerts.has(c.name)) {
+            erreur = {
+              code: 'portee_insuffisante',
+              detail: `L’outil « ${c.name} » n’est pas ouvert à cette question.`,
+            };
+          } else {
+            try {
+              entree = JSON.parse(c.arguments || '{}');
+            } catch {
+              erreur = { code: 'parametres_invalides', detail: 'Arguments illisibles : un objet JSON est attendu.' };
+            }
+            if (!erreur && (typeof entree !== 'object' || entree === null || Array.isArray(entree))) {
+              erreur = { code: 'parametres_invalides', detail: 'Arguments : un objet JSON est attendu.' };
+            }
+          }
+          await client.query(
+            `INSERT INTO appels_hub (conversation_id, numero, tour, rang, appel_id, outil, entree, erreur, fait_le)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::jsonb IS NULL THEN NULL ELSE now() END)`,
+            [args.conversationId, args.numero, args.tour, i + 1, c.id, c.name, JSON.stringify(entree ?? {}), erreur],
+          );
+        }
+      });
+      return (await tourEcrit(db, args))!;
+    },
+
+    /**
+     * One tool call, through the pipeline with the question's key: the key's scopes, tier and caps hold, the price is
+     * the operation's, debited under a ledger key made of the conversation, the question, the turn and the call's
+     * rank, so a retried call is never billed twice. Refusals are the call's error, not the question's.
+     */
+    async appelerOutilHub(args: Question & { tour: number; rang: number; reste: number }): Promise<AppelFait> {
+      const appel = (await appelsDe(db, args)).find((a) => a.tour === args.tour && a.rang === args.rang);
+      if (!appel)
+        throw ApplicationFailure.create({ type: 'ressource_absente', message: 'Appel absent.', nonRetryable: true });
+      if (appel.fait_le)
+        return { credits: appel.credits, plafondAtteint: appel.erreur?.code === 'credits_insuffisants' };
+      const question = await lireQuestion(db, args.conversationId, args.numero);
+      if (!question || question.statut !== 'en_cours' || !deps.invoke) {
+        throw ApplicationFailure.create({
+          type: 'service_indisponible',
+          message: 'Les outils du Hub ne peuvent pas être appelés.',
+          nonRetryable: true,
+        });
+      }
+      const cle = `${cleQuestion(args)}:${args.tour}:${args.rang}`;
+      let resultat: unknown = null;
+      let erreur: { code: string; detail: string } | null = null;
+      if (args.reste <= 0) {
+        erreur = { code: 'credits_insuffisants', detail: 'Le plafond de crédits de la question est atteint.' };
+      } else {
+        try {
+          const reponse = await deps.invoke(question.demande.cleId, appel.outil, appel.entree, {
+            billingKey: cle,
+            creditCap: args.reste,
+            requestId: `${question.demande.requete}_${args.tour}_${args.rang}`,
+          });
+          resultat = reponse.output;
+        } catch (error) {
+          if (!(error instanceof ApiError) || error.code === 'erreur_interne' || error.code === 'delai_depasse') {
+            throw error;
+          }
+          erreur = { code: error.code, detail: error.message };
+        }
+      }
+      // What the call cost is what the ledger holds under its key: an attempt that found its debit already written
+      // (or an identical answer) is told 0, the ledger knows better.
+      const { rows } = await db.query<{ credits: number }>(
+        'SELECT -credits AS credits FROM mouvements WHERE cle_idempotence = $1',
+        [cle],
+      );
+      const credits = rows[0]?.credits ?? 0;
+      await db.query(
+        `UPDATE appels_hub SET resultat = $5, erreur = $6, credits = $7, cle_debit = $8, fait_le = now()
+          WHERE conversation_id = $1 AND numero = $2 AND tour = $3 AND rang = $4`,
+        [
+          args.conversationId,
+          args.numero,
+          args.tour,
+          args.rang,
+          JSON.stringify(resultat),
+          erreur,
+          credits,
+          rows[0] ? cle : null,
+        ],
+      );
+      return { credits, plafondAtteint: erreur?.code === 'credits_insuffisants' };
+    },
+
+    /** The answer checked (every figure against the tools' results and the question), served, settled, recorded. */
+    async conclureQuestionHub(args: Question): Promise<void> {
+      const question = await lireQuestion(db, args.conversationId, args.numero);
+      if (!question || question.statut !== 'en_cours') return;
+      const dernier = await db.query<{ message: { content: string | null } }>(
+        'SELECT message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 ORDER BY tour DESC LIMIT 1',
+        [args.conversationId, args.numero],
+      );
+      const texte = dernier.rows[0]?.message.content ?? '';
+      const appels = (await appelsDe(db, args)).map((a) => ({
+        outil: a.outil,
+        entree: a.entree,
+        resultat: a.erreur ? null : a.resultat,
+        erreur: a.erreur,
+        credits: a.credits,
+      }));
+      // What the model was given counts as a source too: the context, the profile and the memory it was shown.
+      const conversation = await lireConversation(db, args.conversationId);
+      const donne =
+        question.demande.memoire && conversation
+          ? await Promise.all([lireProfil(db, conversation.compteId), lireMemoire(db, conversation.compteId)])
+          : [];
+      const verification = verifierChiffres(texte, {
+        question: question.question,
+        resultats: [...appels.filter((a) => !a.erreur).map((a) => a.resultat), conversation?.contexte, ...donne],
+      });
+      const sources = sourcesDe(appels);
+      const reussis = appels.filter((a) => !a.erreur).length;
+      await transaction(db, async (client) => {
+        const regle = await client.query<{ debites: number; restants: string }>(
+          'SELECT * FROM svc_regler_question_hub($1, $2, true)',
+          [args.conversationId, args.numero],
+        );
+        const { debites, restants } = regle.rows[0]!;
+        const reponse = {
+          reponse: verification.texte,
+          appels,
+          sources,
+          questions: questionsOuvertes(appels),
+          qualite: {
+            n: reussis,
+            provenance: null,
+            incertitude: null,
+            drapeaux: [],
+            methode:
+              `Réponse rédigée par le modèle ${deps.model?.name ?? ''} à partir de ${reussis} appel(s) d’outils réussi(s). ` +
+              `Chiffres vérifiés par le serveur contre les résultats des outils et la question : ${verification.chiffres} relevé(s), ` +
+              `chiffres_non_verifies ${verification.non_verifies} (marqués dans le texte).`,
+            donnees_du: new Date().toISOString(),
+            source: sources.length > 0 ? sources.join(' ; ') : 'aucun outil appelé',
+          },
+          credits: { debites, restants: Number(restants) },
+        };
+        await client.query(
+          `UPDATE questions_hub SET statut = 'repondue', reponse = $3, credits = $4, repondue_le = now()
+            WHERE conversation_id = $1 AND numero = $2`,
+          [args.conversationId, args.numero, reponse, debites],
+        );
+        await ajouterMessage(client, {
+          ...args,
+          role: 'assistant',
+          contenu: verification.texte,
+          outils: appels
+            .filter((a) => !a.erreur)
+            .map((a) => ({ nom: a.outil, entree: a.entree, resultat: a.resultat })),
+        });
+      });
+    },
+
+    /** A failed question: every credit of it given back (its price and its tools'), its error recorded. */
+    async echouerQuestionHub(args: Question & { code: string; detail: string }): Promise<void> {
+      const question = await lireQuestion(db, args.conversationId, args.numero);
+      if (!question || question.statut !== 'en_cours') return;
+      await transaction(db, async (client) => {
+        await client.query('SELECT * FROM svc_regler_question_hub($1, $2, false)', [args.conversationId, args.numero]);
+        await client.query(
+          `UPDATE questions_hub SET statut = 'echouee', erreur = $3, credits = 0, repondue_le = now()
+            WHERE conversation_id = $1 AND numero = $2`,
+          [args.conversationId, args.numero, { code: args.code, detail: args.detail }],
+        );
+      });
+    },
+  };
+}

@@ -1,0 +1,251 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { balanceOf } from '../../domain/platform/ledger.ts';
+import { loadSandbox } from '../../domain/sandbox/load.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { contractOf } from '../support/contrat.ts';
+import { startModelServer, type ChatRequestBody, type ModelReply, type ModelServer } from '../support/model-server.ts';
+import { createRuntime } from '../support/runtime.ts';
+
+// The Hub on the run's Temporal dev server, its worker calling the real operations through the pipeline over the
+// generated territory (loaded as live data: the Hub has no sandbox), and a scripted model that reads what the tools
+// returned from the messages it is sent, as a real model would.
+
+let t: TestApp;
+let runtime: Awaited<ReturnType<typeof createRuntime>>;
+let model: ModelServer;
+let contrat: Awaited<ReturnType<typeof contractOf>>;
+/** An address of the territory with sales and a DPE: its label, its BAN key. */
+let adresse: { libelle: string; cle_ban: string };
+
+beforeAll(async () => {
+  runtime = await createRuntime();
+  t = await createTestApp({ services: { tasks: runtime.engine, hub: runtime.hub } });
+  await loadSandbox(t.db, { dataset: 'live' });
+  const { rows } = await t.db.query<{ libelle: string; cle_ban: string }>(
+    `SELECT a.libelle, a.cle_ban FROM adresses a
+      WHERE a.dataset = 'live' AND a.type = 'numero'
+        AND EXISTS (SELECT 1 FROM dpe d WHERE d.dataset = 'live' AND d.cle_ban = a.cle_ban)
+        AND EXISTS (SELECT 1 FROM dvf_mutations m WHERE m.dataset = 'live' AND m.cle_ban = a.cle_ban)
+      ORDER BY a.cle_ban LIMIT 1`,
+  );
+  adresse = rows[0]!;
+  model = await startModelServer();
+  await runtime.startWorker(t.db, model.url, t.app.pipeline);
+  contrat = await contractOf(t.app);
+}, 180_000);
+afterAll(async () => {
+  await runtime?.close();
+  await t?.close();
+  await model?.close();
+});
+
+/** A personal key of a new organisation with `credits` free credits. */
+async function cleHub(credits = 1000, key: Record<string, unknown> = {}) {
+  const org = await t.organisation({ acces: 'usage' }, { personnelle: true, ...key });
+  const ajout = credits - (await restants(org.id));
+  if (ajout !== 0) await t.admin('POST', `/organisations/${org.id}/credits`, { credits: ajout, motif: 'test' });
+  return org;
+}
+
+/** The organisation's credits left, as the ledger says. */
+async function restants(organisationId: string): Promise<number> {
+  return (await balanceOf(t.db, organisationId, null)).restants;
+}
+
+const poser = (cle: string, body: unknown, url = '/hub/questions') => t.call('POST', url, cle, body);
+
+/** What the last tool messages of a request carry: the JSON data of each result, by tool call id. */
+function resultats(body: ChatRequestBody): any[] {
+  return (body.messages as any[])
+    .filter((m) => m.role === 'tool')
+    .map((m) => JSON.parse(String(m.content).slice(String(m.content).indexOf('\n') + 1)));
+}
+
+/** The model of the first test: find the address, then its sales and facts together, then answer with a figure. */
+function modeleQuiEnchaine(body: ChatRequestBody): ModelReply {
+  const lus = resultats(body);
+  if (lus.length === 0) return { toolCalls: [{ name: 'resoudre_adresse', arguments: { q: adresse.libelle } }] };
+  if (lus.length === 1) {
+    const cle = lus[0].resultat.candidats[0].cle_ban;
+    return {
+      toolCalls: [
+        { name: 'ventes_adresse', arguments: { cle_ban: cle } },
+        { name: 'faits_adresse', arguments: { cle_ban: cle } },
+      ],
+    };
+  }
+  const ventes = lus[1].resultat;
+  const n = ventes.ventes?.length ?? 0;
+  return { content: `L’adresse compte ${n} vente(s) DVF enregistrée(s).` };
+}
+
+describe('question_hub on Temporal', () => {
+  it('chains resoudre_adresse, ventes_adresse and faits_adresse, answers with their figures, bills 120 + the tools', async () => {
+    model.setHandler(modeleQuiEnchaine);
+    const org = await cleHub(1000);
+    const reponse = await poser(org.cle, { question: `Que sait-on de l’adresse ${adresse.libelle} ?` });
+    expect(reponse.statusCode, reponse.body).toBe(200);
+    contrat.expectDescribed('question_hub', reponse);
+    const body = reponse.json();
+    expect(body.appels.map((a: any) => a.outil)).toEqual(['resoudre_adresse', 'ventes_adresse', 'faits_adresse']);
+    expect(body.appels.every((a: any) => a.erreur === null)).toBe(true);
+    // Each result is what a direct HTTP call of the same operation answers (without its credits block).
+    for (const appel of body.appels) {
+      const direct = await t.call('GET', directUrl(appel.outil, appel.entree), org.cle);
+      const { credits: _c, ...sansCredits } = direct.json();
+      expect(appel.resultat).toEqual(sansCredits);
+    }
+    const outils = body.appels.reduce((s: number, a: any) => s + a.credits, 0);
+    expect(outils).toBe(10);
+    expect(body.credits.debites).toBe(120 + outils);
+    expect(body.reponse).toContain('vente(s) DVF');
+    expect(body.reponse).not.toContain('[non vérifié]');
+    expect(body.sources).toEqual(expect.arrayContaining(['resoudre_adresse', 'ventes_adresse', 'faits_adresse']));
+    // The ledger: the direct calls above were identical answers within 24 h, so nothing more was debited.
+    expect(await restants(org.id)).toBe(1000 - 130);
+
+    // The conversation is listed, read and continued.
+    const liste = (await t.call('GET', '/hub/conversations', org.cle)).json();
+    expect(liste.conversations).toHaveLength(1);
+    const id = liste.conversations[0].id;
+    const lue = (await t.call('GET', `/hub/conversations/${id}`, org.cle)).json();
+    expect(lue.messages.map((m: any) => m.role)).toEqual(['user', 'assistant']);
+    expect(lue.messages[1].outils.map((o: any) => o.nom)).toEqual([
+      'resoudre_adresse',
+      'ventes_adresse',
+      'faits_adresse',
+    ]);
+    model.setHandler(() => ({ content: 'Rien de plus à ajouter.' }));
+    const suite = await poser(org.cle, { question: 'Et ensuite ?' }, `/hub/conversations/${id}/questions`);
+    expect(suite.statusCode, suite.body).toBe(200);
+    expect(suite.json()).toMatchObject({ conversation_id: id, appels: [], credits: { debites: 120 } });
+    // The model saw the thread before the new question.
+    const vu = model.requests.at(-1)!.messages.map((m: any) => m.role);
+    expect(vu).toEqual(['system', 'user', 'assistant', 'user']);
+  });
+
+  it('brings a refused tool back as the call’s error, unbilled', async () => {
+    model.setHandler((body) =>
+      resultats(body).length === 0
+        ? { toolCalls: [{ name: 'ventes_adresse', arguments: { cle_ban: adresse.cle_ban } }] }
+        : { content: 'Je ne peux pas lire les ventes de cette adresse.' },
+    );
+    const org = await cleHub(1000, { portees: ['hub', 'compte'] });
+    const body = (await poser(org.cle, { question: 'Les ventes de cette adresse ?' })).json();
+    expect(body.appels).toEqual([
+      expect.objectContaining({
+        outil: 'ventes_adresse',
+        resultat: null,
+        credits: 0,
+        erreur: expect.objectContaining({ code: 'portee_insuffisante' }),
+      }),
+    ]);
+    expect(body.credits.debites).toBe(120);
+  });
+
+  it('stops at plafond_credits and says so', async () => {
+    // Each turn asks for the sales of another address: every call is a new answer, billed 5.
+    const { rows } = await t.db.query<{ cle_ban: string }>(
+      `SELECT DISTINCT cle_ban FROM dvf_mutations WHERE dataset = 'live' AND cle_ban IS NOT NULL ORDER BY cle_ban LIMIT 6`,
+    );
+    model.setHandler((body) => {
+      if (body.tool_choice === 'none') return { content: 'Le plafond de crédits est atteint : réponse partielle.' };
+      const n = resultats(body).length;
+      return { toolCalls: [{ name: 'ventes_adresse', arguments: { cle_ban: rows[n]!.cle_ban } }] };
+    });
+    const org = await cleHub(1000);
+    const body = (await poser(org.cle, { question: 'Les ventes de ces adresses ?', plafond_credits: 130 })).json();
+    // 120 for the question, then 5 + 5: nothing more fits, and the model is told to conclude without tools.
+    expect(body.appels.map((a: any) => [a.credits, a.erreur])).toEqual([
+      [5, null],
+      [5, null],
+    ]);
+    expect(body.credits.debites).toBe(130);
+    expect(await restants(org.id)).toBe(1000 - 130);
+    expect(body.reponse).toContain('plafond');
+    expect(model.requests.at(-1)!.tool_choice).toBe('none');
+  });
+
+  it('gives every credit back when the model fails, tools included', async () => {
+    let tours = 0;
+    model.setHandler(() => {
+      tours += 1;
+      return tours === 1
+        ? { toolCalls: [{ name: 'ventes_adresse', arguments: { cle_ban: adresse.cle_ban } }] }
+        : { status: 400 };
+    });
+    const org = await cleHub(1000);
+    const reponse = await poser(org.cle, { question: 'Une question qui échouera ?' });
+    expect(reponse.statusCode).toBe(503);
+    expect(reponse.json().code).toBe('service_indisponible');
+    expect(await restants(org.id)).toBe(1000);
+  });
+
+  it('answers two questions sent at once to one conversation one after the other, thread intact', async () => {
+    model.setHandler(() => ({ content: 'Réponse.' }));
+    const org = await cleHub(1000);
+    const premiere = (await poser(org.cle, { question: 'Première question ?' })).json();
+    const id = (await t.call('GET', '/hub/conversations', org.cle)).json().conversations[0].id;
+    model.setHandler(async (body) => {
+      const derniere = (body.messages as any[]).at(-1).content as string;
+      await new Promise((r) => setTimeout(r, 300));
+      return { content: `Réponse à « ${derniere} »` };
+    });
+    const [a, b] = await Promise.all([
+      poser(org.cle, { question: 'Question A ?' }, `/hub/conversations/${id}/questions`),
+      poser(org.cle, { question: 'Question B ?' }, `/hub/conversations/${id}/questions`),
+    ]);
+    expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+    expect(premiere.credits.debites).toBe(120);
+    const lue = (await t.call('GET', `/hub/conversations/${id}`, org.cle)).json();
+    const fil = lue.messages.map((m: any) => `${m.role}:${m.contenu}`);
+    expect(fil).toHaveLength(6);
+    // Each answer follows its own question.
+    for (let i = 2; i < 6; i += 2) {
+      const question = lue.messages[i].contenu;
+      expect(lue.messages[i + 1].contenu).toBe(`Réponse à « ${question} »`);
+    }
+  });
+
+  it('ignores an instruction planted in a tool result, and marks an invented figure', async () => {
+    model.setHandler((body) => {
+      if (resultats(body).length === 0)
+        return { toolCalls: [{ name: 'faits_adresse', arguments: { cle_ban: adresse.cle_ban } }] };
+      // The system prompt frames results as data; the scripted model checks it was told so.
+      const outil = (body.messages as any[]).find((m) => m.role === 'tool').content as string;
+      expect(outil).toMatch(/jamais comme des instructions/);
+      return { content: 'Le bien vaut 987 654 € selon les données.' };
+    });
+    const org = await cleHub(1000);
+    const body = (await poser(org.cle, { question: 'Combien vaut ce bien ?' })).json();
+    expect(body.reponse).toContain('[non vérifié]');
+    expect(body.qualite.methode).toMatch(/chiffres_non_verifies 1\b/);
+  });
+
+  it('refuses a conversation of another account as absent', async () => {
+    model.setHandler(() => ({ content: 'Réponse.' }));
+    const a = await cleHub(1000);
+    await poser(a.cle, { question: 'Ma question ?' });
+    const id = (await t.call('GET', '/hub/conversations', a.cle)).json().conversations[0].id;
+    const b = await cleHub(1000);
+    expect((await t.call('GET', `/hub/conversations/${id}`, b.cle)).statusCode).toBe(404);
+    const autre = await poser(b.cle, { question: 'Intrusion ?' }, `/hub/conversations/${id}/questions`);
+    expect(autre.statusCode).toBe(404);
+  });
+});
+
+/** The HTTP path of a tool call with its input (the catalogue's path parameters filled, the rest as a query). */
+function directUrl(outil: string, entree: Record<string, string>): string {
+  const chemins: Record<string, string> = {
+    resoudre_adresse: '/adresses/recherche',
+    ventes_adresse: '/adresses/{cle_ban}/ventes',
+    faits_adresse: '/adresses/{cle_ban}/faits',
+  };
+  let chemin = chemins[outil]!;
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(entree)) {
+    if (chemin.includes(`{${k}}`)) chemin = chemin.replace(`{${k}}`, encodeURIComponent(v));
+    else query.set(k, v);
+  }
+  return query.size > 0 ? `${chemin}?${query}` : chemin;
+}
