@@ -1,6 +1,8 @@
 import {
   allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
+  isCancellation,
   condition,
   continueAsNew,
   defineUpdate,
@@ -22,11 +24,14 @@ export const poserQuestion = defineUpdate<number, [QuestionDemandee]>('poserQues
 // A conversation nobody asks anything for this long ends its workflow; a later question starts it again from what
 // PostgreSQL holds (the thread, the number of the last question).
 const INACTIVITE = '30 minutes';
+// A question's own deadline, inside the operation's 120 s time-out.
+const DELAI_QUESTION_MS = 110_000;
 // Model turns of one question at most: the last one must answer with what the tools gave.
 const TOURS_MAX = 6;
 // Beyond this many events the history is handed on (continue-as-new) even if the server does not suggest it yet:
-// a question costs a few dozen events, tool results and messages stay in PostgreSQL.
-const HISTOIRE_MAX = 2000;
+// a question costs a few dozen events (tool results and messages stay in PostgreSQL), so a run's history stays
+// within this bound and one question's events, whatever the conversation's length.
+export const HISTOIRE_MAX = 500;
 
 const NON_REESSAYABLES = [
   'credits_insuffisants',
@@ -51,6 +56,7 @@ const etapes = proxyActivities<Activities>({
 // asks for (the activity passes Retry-After on as the next retry's delay). Within the question's 120 s.
 const modele = proxyActivities<Activities>({
   startToCloseTimeout: '60 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
@@ -78,28 +84,41 @@ async function repondre(
 ): Promise<EchecQuestion | null> {
   const question = { conversationId, numero };
   try {
-    await etapes.ouvrirQuestionHub({ ...question, demande });
-    let depense = PRIX_QUESTION;
-    let conclure = depense >= demande.plafondCredits;
-    for (let tour = 1; ; tour += 1) {
-      const joue = await modele.tourHub({ ...question, tour, conclure: conclure || tour === TOURS_MAX });
-      if (joue.appels.length === 0) break;
-      // The calls of a turn run one after the other, each within what the cap leaves after the ones before it: a
-      // price per element is known only once the result is, and the cap must hold exactly.
-      for (const { rang } of joue.appels) {
-        const fait = await etapes.appelerOutilHub({ ...question, tour, rang, reste: demande.plafondCredits - depense });
-        depense += fait.credits;
-        if (fait.plafondAtteint) conclure = true;
-      }
-      if (depense >= demande.plafondCredits) conclure = true;
-    }
-    await etapes.conclureQuestionHub(question);
+    // Within the operation's 120 s, with time to spare for the answer to reach the client: past it, the question
+    // fails (its activities are cancelled) and gives its credits back, rather than being billed to a client who
+    // was told it timed out.
+    await CancellationScope.withTimeout(DELAI_QUESTION_MS, () => derouler(question, demande));
     return null;
   } catch (error) {
-    const echec = echecDe(error);
+    const echec = isCancellation(error)
+      ? {
+          code: 'delai_depasse',
+          detail: `La question dépasse ${DELAI_QUESTION_MS / 1000} s ; aucun crédit n’a été débité.`,
+        }
+      : echecDe(error);
     await etapes.echouerQuestionHub({ ...question, ...echec });
     return echec;
   }
+}
+
+/** The turns of a question and its tool calls, within its cap, then its checked answer. */
+async function derouler(question: { conversationId: string; numero: number }, demande: QuestionDemandee) {
+  await etapes.ouvrirQuestionHub({ ...question, demande });
+  let depense = PRIX_QUESTION;
+  let conclure = depense >= demande.plafondCredits;
+  for (let tour = 1; ; tour += 1) {
+    const joue = await modele.tourHub({ ...question, tour, conclure: conclure || tour === TOURS_MAX });
+    if (joue.appels.length === 0) break;
+    // The calls of a turn run one after the other, each within what the cap leaves after the ones before it: a
+    // price per element is known only once the result is, and the cap must hold exactly.
+    for (const { rang } of joue.appels) {
+      const fait = await etapes.appelerOutilHub({ ...question, tour, rang, reste: demande.plafondCredits - depense });
+      depense += fait.credits;
+      if (fait.plafondAtteint) conclure = true;
+    }
+    if (depense >= demande.plafondCredits) conclure = true;
+  }
+  await etapes.conclureQuestionHub(question);
 }
 
 /**

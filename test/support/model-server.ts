@@ -11,7 +11,7 @@ export type ModelReply =
   /** Tool calls (arguments as an object, or as raw text to test malformed ones), with optional text beside. */
   | { toolCalls: Array<{ name: string; arguments: unknown; id?: string }>; content?: string }
   /** An HTTP error; `body` defaults to an OpenAI-shaped error. */
-  | { status: number; body?: unknown }
+  | { status: number; body?: unknown; headers?: Record<string, string> }
   | { delayMs: number; then: ModelReply }
   /** Never answers: the client's time-out must end the call. */
   | { hang: true };
@@ -54,9 +54,14 @@ export async function startModelServer(script?: ModelReply[] | ModelHandler): Pr
   const timers = new Set<NodeJS.Timeout>();
   let counter = 0;
 
-  const sendJson = (res: http.ServerResponse, status: number, payload: unknown) => {
+  const sendJson = (
+    res: http.ServerResponse,
+    status: number,
+    payload: unknown,
+    headers: Record<string, string> = {},
+  ) => {
     if (res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json' });
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify(payload));
   };
 
@@ -86,7 +91,7 @@ export async function startModelServer(script?: ModelReply[] | ModelHandler): Pr
     if ('status' in reply) {
       const type =
         reply.status === 429 ? 'rate_limit_exceeded' : reply.status >= 500 ? 'server_error' : 'invalid_request_error';
-      sendJson(res, reply.status, reply.body ?? errorBody(`Erreur simulée ${reply.status}`, type));
+      sendJson(res, reply.status, reply.body ?? errorBody(`Erreur simulée ${reply.status}`, type), reply.headers);
       return;
     }
     if ('toolCalls' in reply) {
