@@ -190,21 +190,16 @@ export function createHubActivities(deps: HubDeps) {
         demande.outilsAutorises,
       );
       let joue;
-      const context = Context.current();
-      // The model's turn is one long call: the heartbeat says the worker is alive (a killed worker's turn is tried
-      // again elsewhere within the heartbeat time-out), and carries cancellation back.
-      const battement = setInterval(() => context.heartbeat(), 2000);
       try {
         joue = await deps.model.converse({
           messages,
           tools: outils,
           toolsAllowed: !args.conclure,
-          signal: context.cancellationSignal,
+          // The question's deadline cancels its turn.
+          signal: Context.current().cancellationSignal,
         });
       } catch (error) {
         throw echecModele(error);
-      } finally {
-        clearInterval(battement);
       }
       // A model asked to conclude that still calls tools is not obeyed: its text is the answer.
       const demandes = args.conclure ? [] : joue.toolCalls;

@@ -6,7 +6,7 @@ import {
   condition,
   continueAsNew,
   defineUpdate,
-  proxyActivities,
+  proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -31,7 +31,7 @@ const TOURS_MAX = 6;
 // Beyond this many events the history is handed on (continue-as-new) even if the server does not suggest it yet:
 // a question costs a few dozen events (tool results and messages stay in PostgreSQL), so a run's history stays
 // within this bound and one question's events, whatever the conversation's length.
-export const HISTOIRE_MAX = 500;
+export const HISTOIRE_MAX = 200;
 
 const NON_REESSAYABLES = [
   'credits_insuffisants',
@@ -42,8 +42,13 @@ const NON_REESSAYABLES = [
   'entree_invalide',
 ];
 
+// Every step of a question is a local activity, run by the worker that runs the workflow, without a round trip
+// through the Temporal server each: a question takes half a dozen steps and several model turns, and as regular
+// activities a question of three turns took 2.5 times as long here (bench/RESULTS.md, "Hub agent overhead"). Each
+// is harmless to repeat (its writes are keyed; a model turn already answered is served from the database), as a
+// local activity cut by a lost worker is run again once the workflow task times out.
 // Steps over the database and the pipeline: quick, retried.
-const etapes = proxyActivities<Activities>({
+const etapes = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '500 milliseconds',
@@ -54,9 +59,8 @@ const etapes = proxyActivities<Activities>({
 });
 // A model turn: the openai client never retries (maxRetries 0); Temporal does, 4xx excepted, after the delay a 429
 // asks for (the activity passes Retry-After on as the next retry's delay). Within the question's 120 s.
-const modele = proxyActivities<Activities>({
+const modele = proxyLocalActivities<Activities>({
   startToCloseTimeout: '60 seconds',
-  heartbeatTimeout: '10 seconds',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
