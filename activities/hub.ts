@@ -142,8 +142,22 @@ export function createHubActivities(deps: HubDeps) {
           nonRetryable: true,
         });
       }
-      const question = await lireQuestion(db, args.conversationId, args.numero);
-      const conversation = await lireConversation(db, args.conversationId);
+      // Independent reads, at once: each is a round trip, and a turn is on every question's path.
+      const [question, conversation, fil, tours, appels] = await Promise.all([
+        lireQuestion(db, args.conversationId, args.numero),
+        lireConversation(db, args.conversationId),
+        db.query<MessageHub>(
+          `SELECT rang, role, contenu, outils FROM (
+             SELECT rang, role, contenu, outils FROM messages_hub WHERE conversation_id = $1 AND numero < $2
+              ORDER BY rang DESC LIMIT $3) m ORDER BY rang`,
+          [args.conversationId, args.numero, FIL_VU],
+        ),
+        db.query<{ tour: number; message: ModelMessage }>(
+          'SELECT tour, message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 AND tour < $3 ORDER BY tour',
+          [args.conversationId, args.numero, args.tour],
+        ),
+        appelsDe(db, args),
+      ]);
       if (!question || !conversation) {
         throw ApplicationFailure.create({
           type: 'ressource_absente',
@@ -152,15 +166,11 @@ export function createHubActivities(deps: HubDeps) {
         });
       }
       const { demande } = question;
-      const fil = await db.query<MessageHub>(
-        `SELECT rang, role, contenu, outils FROM (
-           SELECT rang, role, contenu, outils FROM messages_hub WHERE conversation_id = $1 AND numero < $2
-            ORDER BY rang DESC LIMIT $3) m ORDER BY rang`,
-        [args.conversationId, args.numero, FIL_VU],
-      );
-      const [profil, memoire] = demande.memoire
-        ? await Promise.all([lireProfil(db, conversation.compteId), lireMemoire(db, conversation.compteId)])
-        : [null, null];
+      const [profil, memoire, candidats] = await Promise.all([
+        demande.memoire ? lireProfil(db, conversation.compteId) : null,
+        demande.memoire ? lireMemoire(db, conversation.compteId) : null,
+        deps.outils(demande.cleId),
+      ]);
       const messages: ModelMessage[] = [
         {
           role: 'system',
@@ -168,11 +178,6 @@ export function createHubActivities(deps: HubDeps) {
         },
         ...messagesDuFil(fil.rows, demande.question),
       ];
-      const tours = await db.query<{ tour: number; message: ModelMessage }>(
-        'SELECT tour, message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 AND tour < $3 ORDER BY tour',
-        [args.conversationId, args.numero, args.tour],
-      );
-      const appels = await appelsDe(db, args);
       for (const t of tours.rows) {
         messages.push(t.message);
         for (const a of appels.filter((x) => x.tour === t.tour)) {
@@ -183,12 +188,7 @@ export function createHubActivities(deps: HubDeps) {
           });
         }
       }
-      const outils = choisirOutils(
-        await deps.outils(demande.cleId),
-        demande.question,
-        conversation.contexte,
-        demande.outilsAutorises,
-      );
+      const outils = choisirOutils(candidats, demande.question, conversation.contexte, demande.outilsAutorises);
       let joue;
       try {
         joue = await deps.model.converse({
@@ -262,12 +262,15 @@ export function createHubActivities(deps: HubDeps) {
      * rank, so a retried call is never billed twice. Refusals are the call's error, not the question's.
      */
     async appelerOutilHub(args: Question & { tour: number; rang: number; reste: number }): Promise<AppelFait> {
-      const appel = (await appelsDe(db, args)).find((a) => a.tour === args.tour && a.rang === args.rang);
+      const [appels, question] = await Promise.all([
+        appelsDe(db, args),
+        lireQuestion(db, args.conversationId, args.numero),
+      ]);
+      const appel = appels.find((a) => a.tour === args.tour && a.rang === args.rang);
       if (!appel)
         throw ApplicationFailure.create({ type: 'ressource_absente', message: 'Appel absent.', nonRetryable: true });
       if (appel.fait_le)
         return { credits: appel.credits, plafondAtteint: appel.erreur?.code === 'credits_insuffisants' };
-      const question = await lireQuestion(db, args.conversationId, args.numero);
       if (!question || question.statut !== 'en_cours' || !deps.invoke) {
         throw ApplicationFailure.create({
           type: 'service_indisponible',
@@ -321,14 +324,18 @@ export function createHubActivities(deps: HubDeps) {
 
     /** The answer checked (every figure against the tools' results and the question), served, settled, recorded. */
     async conclureQuestionHub(args: Question): Promise<void> {
-      const question = await lireQuestion(db, args.conversationId, args.numero);
+      const [question, dernier, lignes, conversation] = await Promise.all([
+        lireQuestion(db, args.conversationId, args.numero),
+        db.query<{ message: { content: string | null } }>(
+          'SELECT message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 ORDER BY tour DESC LIMIT 1',
+          [args.conversationId, args.numero],
+        ),
+        appelsDe(db, args),
+        lireConversation(db, args.conversationId),
+      ]);
       if (!question || question.statut !== 'en_cours') return;
-      const dernier = await db.query<{ message: { content: string | null } }>(
-        'SELECT message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 ORDER BY tour DESC LIMIT 1',
-        [args.conversationId, args.numero],
-      );
       const texte = dernier.rows[0]?.message.content ?? '';
-      const appels = (await appelsDe(db, args)).map((a) => ({
+      const appels = lignes.map((a) => ({
         outil: a.outil,
         entree: a.entree,
         resultat: a.erreur ? null : a.resultat,
@@ -336,7 +343,6 @@ export function createHubActivities(deps: HubDeps) {
         credits: a.credits,
       }));
       // What the model was given counts as a source too: the context, the profile and the memory it was shown.
-      const conversation = await lireConversation(db, args.conversationId);
       const donne =
         question.demande.memoire && conversation
           ? await Promise.all([lireProfil(db, conversation.compteId), lireMemoire(db, conversation.compteId)])
