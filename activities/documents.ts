@@ -8,7 +8,7 @@ import {
   type PreparedDocument,
 } from '../domain/documents/lecture.ts';
 import { completeTask, failTask, markRunning } from '../domain/taches/taches.ts';
-import { taskRow, type Semaphore } from './shared.ts';
+import { modelFailure, taskRow, type Semaphore } from './shared.ts';
 import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 
@@ -48,15 +48,7 @@ function asFailure(error: unknown): unknown {
       details: [error.champ],
     });
   }
-  if (error instanceof ModelError) {
-    const type =
-      error.kind === 'refus'
-        ? 'modele_refus'
-        : error.kind === 'configuration'
-          ? 'modele_non_configure'
-          : 'modele_indisponible';
-    return ApplicationFailure.create({ type, message: MODEL_MESSAGES[error.kind], nonRetryable: !error.retryable });
-  }
+  if (error instanceof ModelError) return modelFailure(error, MODEL_MESSAGES[error.kind]);
   if ((error as Error)?.name === 'AbortError') return error;
   // Anything else (database, pdfjs, sharp): its message may carry content; its kind is enough to investigate.
   const kind = [(error as Error)?.name, (error as { code?: string })?.code].filter(Boolean).join(' ');

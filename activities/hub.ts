@@ -17,6 +17,7 @@ import { PRIX_QUESTION, type AppelFait, type QuestionDemandee, type TourJoue } f
 import type { Invocation } from '../domain/invoke.ts';
 import { debit } from '../domain/platform/ledger.ts';
 import { ModelError, type Model, type ModelMessage, type ModelTool } from '../lib/model.ts';
+import { modelFailure } from './shared.ts';
 
 /** What the Hub's steps need: the pipeline every caller uses, and the tools a key may be offered. */
 export interface HubDeps {
@@ -44,20 +45,7 @@ interface Question {
 const cleQuestion = ({ conversationId, numero }: Question) => `hub:${conversationId}:${numero}`;
 
 function echecModele(error: unknown): unknown {
-  if (!(error instanceof ModelError)) return error;
-  const type =
-    error.kind === 'refus'
-      ? 'modele_refus'
-      : error.kind === 'configuration'
-        ? 'modele_non_configure'
-        : 'modele_indisponible';
-  return ApplicationFailure.create({
-    type,
-    message: `Modèle : ${error.message}`,
-    nonRetryable: !error.retryable,
-    // A 429's Retry-After is honoured: the next attempt waits what the server asked.
-    ...(error.retryAfterMs !== null ? { nextRetryDelay: error.retryAfterMs } : {}),
-  });
+  return error instanceof ModelError ? modelFailure(error, `Modèle : ${error.message}`) : error;
 }
 
 interface LigneAppel {

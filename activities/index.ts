@@ -24,7 +24,7 @@ import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import { createDocumentActivities } from './documents.ts';
 import { createHubActivities, type HubDeps } from './hub.ts';
-import { createSemaphore, taskRow, type Semaphore } from './shared.ts';
+import { createSemaphore, modelFailure, taskRow, type Semaphore } from './shared.ts';
 
 export interface ActivityDeps {
   db: Db;
@@ -43,15 +43,7 @@ function asFailure(error: unknown): unknown {
   if (error instanceof PluError) {
     return ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !error.retryable });
   }
-  if (error instanceof ModelError) {
-    const type =
-      error.kind === 'refus'
-        ? 'modele_refus'
-        : error.kind === 'configuration'
-          ? 'modele_non_configure'
-          : 'modele_indisponible';
-    return ApplicationFailure.create({ type, message: `Modèle : ${error.message}`, nonRetryable: !error.retryable });
-  }
+  if (error instanceof ModelError) return modelFailure(error, `Modèle : ${error.message}`);
   return error;
 }
 

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../db/client.ts';
 import type { TaskRow } from '../domain/taches/taches.ts';
+import type { ModelError } from '../lib/model.ts';
 
 /** Runs at most `size` pieces of work at once; the others wait their turn in order. */
 export function createSemaphore(size: number) {
@@ -25,4 +26,24 @@ export async function taskRow(db: Db, id: string): Promise<TaskRow> {
   const { rows } = await db.query<TaskRow>('SELECT * FROM taches WHERE id = $1', [id]);
   if (!rows[0]) throw ApplicationFailure.nonRetryable(`Tâche ${id} absente`, 'entree_invalide');
   return rows[0];
+}
+
+/**
+ * A failure of the model as the Temporal failure of its step: its type the stable code (`modele_refus`,
+ * `modele_non_configure`, `modele_indisponible`), retried unless the model's answer can only be the same, after
+ * the delay the server asked for when it said one (a 429's Retry-After).
+ */
+export function modelFailure(error: ModelError, message: string): ApplicationFailure {
+  const type =
+    error.kind === 'refus'
+      ? 'modele_refus'
+      : error.kind === 'configuration'
+        ? 'modele_non_configure'
+        : 'modele_indisponible';
+  return ApplicationFailure.create({
+    type,
+    message,
+    nonRetryable: !error.retryable,
+    ...(error.retryAfterMs !== null ? { nextRetryDelay: error.retryAfterMs } : {}),
+  });
 }

@@ -388,14 +388,7 @@ export function createOpenAiModel(options: OpenAiModelOptions): Model {
         throw toModelError(error, signal, timeout);
       }
 
-      const choice = completion.choices?.[0];
-      const message = choice?.message;
-      if (message?.refusal) {
-        throw new ModelError('refus', `Le modèle a refusé de répondre : ${message.refusal.slice(0, 300)}`, false);
-      }
-      if (choice?.finish_reason === 'content_filter') {
-        throw new ModelError('refus', 'La réponse du modèle a été bloquée par son filtre de contenu.', false);
-      }
+      const { choice, message } = answered(completion);
       const content = message?.content;
       if (typeof content !== 'string' || content.trim() === '') {
         throw invalid(`réponse vide (finish_reason ${choice?.finish_reason ?? 'absent'})`);
@@ -445,14 +438,7 @@ export function createOpenAiModel(options: OpenAiModelOptions): Model {
       } catch (error) {
         throw toModelError(error, signal, timeout);
       }
-      const choice = completion.choices?.[0];
-      const message = choice?.message;
-      if (message?.refusal) {
-        throw new ModelError('refus', `Le modèle a refusé de répondre : ${message.refusal.slice(0, 300)}`, false);
-      }
-      if (choice?.finish_reason === 'content_filter') {
-        throw new ModelError('refus', 'La réponse du modèle a été bloquée par son filtre de contenu.', false);
-      }
+      const { choice, message } = answered(completion);
       const toolCalls = (message?.tool_calls ?? []).flatMap((call) =>
         call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : [],
       );
@@ -475,6 +461,19 @@ export function modelFromConfig(
     apiKey: config.OPENAI_API_KEY,
     model: config.OPENAI_MODEL,
   });
+}
+
+/** The completion's first choice, unless the model refused or its content filter blocked the answer. */
+function answered(completion: OpenAI.Chat.Completions.ChatCompletion) {
+  const choice = completion.choices?.[0];
+  const message = choice?.message;
+  if (message?.refusal) {
+    throw new ModelError('refus', `Le modèle a refusé de répondre : ${message.refusal.slice(0, 300)}`, false);
+  }
+  if (choice?.finish_reason === 'content_filter') {
+    throw new ModelError('refus', 'La réponse du modèle a été bloquée par son filtre de contenu.', false);
+  }
+  return { choice, message };
 }
 
 function toContentPart(part: ModelPart): OpenAI.Chat.Completions.ChatCompletionContentPart {
