@@ -9,6 +9,7 @@ import { loyerCommune, type LoyerCommune, type TypeLogement } from '../loyers/lo
 import type { Dataset } from '../platform/sandbox.ts';
 import { QualiteSchema, servedFromDataset } from '../qualite.ts';
 import { ajustementsBareme, BAREME_TEXTE, totalAjustements, type ClasseDpe } from './bareme.ts';
+import { modelesOperations } from './modeles.ts';
 import { sortieDpe, SortieSchema } from './sortie.ts';
 import {
   BANDE_SURFACE,
@@ -578,4 +579,4 @@ export const estimerBien = defineOperation({
   }),
 });
 
-export const estimationOperations = [estimerBien];
+export const estimationOperations = [estimerBien, ...modelesOperations];

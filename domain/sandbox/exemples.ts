@@ -109,6 +109,8 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   ventes_adresse_parcelle: [{ id_parcelle: '33001000BP0402' }],
   ventes: [{ insee: '33234' }, { lat: 44.782339, lon: -0.498405, rayon_m: 500, type: 'maison', limite: 5 }],
   ventes_mutation: [{ id_mutation: '2021-9000001' }],
+  modeles: [{}],
+  modeles_modele: [{ modele: 'estimation' }, { modele: 'pre_marche' }],
   estimer_bien: [
     // A house among the sales of Latresne, class F: comparables, rent, yield on the asking price, exit cost.
     {
