@@ -66,11 +66,11 @@ interface Description {
 const DESCRIPTIONS: Record<Modele, Description> = {
   estimation: {
     titre: 'Estimation déterministe (estimer_bien)',
-    methode: `Backtest : le dernier millésime DVF est tenu hors échantillon ; chacune de ses ventes simples d'un logement (${ECHANTILLON_MAX} au plus, réparties par identifiant) est estimée des millésimes antérieurs seuls, par le code même d'estimer_bien (comparables du même type à ±${BANDE_SURFACE * 100} % de surface, rayon ${RAYONS_M[0]} m à ${RAYONS_M[RAYONS_M.length - 1] / 1000} km, indice départemental, sinon médiane de la commune), depuis sa position, sa commune, son type et sa surface. Par type et socle : erreur absolue médiane, parts à ±10 % et ±20 %. Les ventes tenues sont partagées en deux moitiés par rang : la demi-largeur qui couvre ${COUVERTURE_NOMINALE * 100} % des prix de la première est celle qu'estimer_bien sert ; la couverture publiée est celle de cette demi-largeur sur la seconde moitié, hors échantillon.`,
+    methode: `Backtest : le dernier millésime DVF est tenu hors échantillon ; chacune de ses ventes simples d'un logement (${ECHANTILLON_MAX} au plus, réparties par identifiant) est estimée des millésimes antérieurs seuls, par le code même d'estimer_bien (comparables du même type à ±${BANDE_SURFACE * 100} % de surface, rayon ${RAYONS_M[0]} m à ${RAYONS_M[RAYONS_M.length - 1] / 1000} km, indice départemental, sinon médiane de l'IRIS, sinon de la commune), depuis sa position, sa commune, son type et sa surface. Par type et socle : erreur absolue médiane, parts à ±10 % et ±20 %. Les ventes tenues sont partagées en deux moitiés par rang : la demi-largeur qui couvre ${COUVERTURE_NOMINALE * 100} % des prix de la première est celle qu'estimer_bien sert ; la couverture publiée est celle de cette demi-largeur sur la seconde moitié, hors échantillon.`,
     source: 'DVF (DGFiP, Etalab) importé ; `npm run modeles`',
     limites: [
       'Le barème (étage, état, exposition, annexes, terrain, DPE) n’est pas mesuré : DVF ne décrit pas ces caractéristiques.',
-      'La mesure n’est pas encore ventilée par densité de ventes ; le socle IRIS n’est pas construit.',
+      'La mesure n’est pas encore ventilée par densité de ventes.',
       `Un groupe (type, socle) de moins de ${GROUPE_MIN} ventes par moitié n’a ni demi-largeur calibrée ni couverture ; estimer_bien y sert sa demi-largeur par défaut et le dit.`,
     ],
   },

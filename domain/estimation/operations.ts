@@ -13,6 +13,7 @@ import { modelesOperations } from './modeles.ts';
 import { sortieDpe, SortieSchema } from './sortie.ts';
 import {
   BANDE_SURFACE,
+  COMMUNE_MIN,
   COMPARABLES_MIN,
   COMPARABLES_VISES,
   DEMI_LARGEUR_PAR_DEFAUT,
@@ -362,9 +363,11 @@ export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): P
         : 'Sans adresse localisée, la valeur vient du prix médian de la commune (socle commune).',
     );
   }
-  limites.push(
-    'Le socle IRIS n’est pas encore construit : faute de comparables, l’estimation passe directement à l’échelle de la commune.',
-  );
+  if (brute.socle === 'iris') {
+    limites.push(
+      `Moins de ${COMPARABLES_MIN} ventes comparables à ${RAYONS_M[RAYONS_M.length - 1]} m de l’adresse : valeur tirée du prix médian de l’IRIS (socle iris), toutes surfaces.`,
+    );
+  }
   if (!largeur.calibree) {
     limites.push(
       `Fourchette non calibrée : le backtest (npm run modeles) n’a pas encore mesuré l’erreur de ce socle ; demi-largeur par défaut de ${largeur.pct} %, plus large que prudent.`,
@@ -472,7 +475,9 @@ export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): P
   const libelle =
     brute.socle === 'comparables_dvf'
       ? `${brute.ventes} ventes comparables à ${brute.rayon_m} m au plus (surface ±${BANDE_SURFACE * 100} %)`
-      : `Prix médian des ${e.type === 'maison' ? 'maisons' : 'appartements'} vendus à ${lieu.commune} (${brute.ventes} ventes)`;
+      : brute.socle === 'iris'
+        ? `Prix médian des ${e.type === 'maison' ? 'maisons' : 'appartements'} vendus dans l’IRIS ${brute.iris!.nom ?? brute.iris!.code} (${brute.ventes} ventes)`
+        : `Prix médian des ${e.type === 'maison' ? 'maisons' : 'appartements'} vendus à ${lieu.commune} (${brute.ventes} ventes)`;
   const drapeaux: Array<'peu_d_observations'> = brute.ventes < COMPARABLES_VISES ? ['peu_d_observations'] : [];
 
   return {
@@ -548,7 +553,7 @@ const DESCRIPTION = `Estimation déterministe d'un logement (appartement ou mais
 
 **Lieu.** \`adresse\` (écrite comme on l'écrit, avec \`code_postal\` pour lever une ambiguïté) est cherchée dans la Base Adresse Nationale ; à défaut \`insee\` donne la commune (\`bien.origine\` commune). Adresse introuvable sans \`insee\` : 404 \`adresse_introuvable\`. Alsace-Moselle et Mayotte (hors DVF) : 404 \`ressource_absente\` dont le détail dit pourquoi ; rien n'est débité.
 
-**Socle.** Ventes DVF simples (un seul logement, vente ou VEFA, sans motif d'écart : ni vente en bloc, ni échange, ni local professionnel, ni prix ou surface atypique) du même type, de surface à ±${BANDE_SURFACE * 100} %, des ${4} derniers millésimes, dans un rayon élargi par paliers (${RAYONS_M.join(', ')} m ; 3 km au plus) jusqu'à ${COMPARABLES_VISES} ventes (au moins ${COMPARABLES_MIN} au rayon maximal) : \`socle\` comparables_dvf, \`nature\` mesure. Les plus récents millésimes d'abord, puis les plus proches ; 30 au plus. Chaque prix est ramené au dernier millésime par l'indice départemental (rapport des médianes annuelles du prix au m² des ventes simples du département et du type, table dérivée reconstruite par \`npm run modeles\`). Faute de comparables : prix médian de la commune (\`socle\` commune, \`nature\` estime). Le socle IRIS n'est pas encore construit (dit dans \`limites\`). Distances arrondies à 50 m.
+**Socle.** Ventes DVF simples (un seul logement, vente ou VEFA, sans motif d'écart : ni vente en bloc, ni échange, ni local professionnel, ni prix ou surface atypique) du même type, de surface à ±${BANDE_SURFACE * 100} %, des ${4} derniers millésimes, dans un rayon élargi par paliers (${RAYONS_M.join(', ')} m ; 3 km au plus) jusqu'à ${COMPARABLES_VISES} ventes (au moins ${COMPARABLES_MIN} au rayon maximal) : \`socle\` comparables_dvf, \`nature\` mesure. Les plus récents millésimes d'abord, puis les plus proches ; 30 au plus. Chaque prix est ramené au dernier millésime par l'indice départemental (rapport des médianes annuelles du prix au m² des ventes simples du département et du type, table dérivée reconstruite par \`npm run modeles\`). Faute de comparables : prix médian, toutes surfaces, des ventes simples du type dans l'IRIS de l'adresse (\`socle\` iris, ${COMMUNE_MIN} ventes au moins), sinon dans la commune (\`socle\` commune) ; \`nature\` estime. Distances arrondies à 50 m.
 
 **Barème** (\`ajustements\`, \`source\` bareme, une ligne par nature) : ${BAREME_TEXTE}.
 

@@ -2,6 +2,7 @@ import type { Queryable } from '../../db/client.ts';
 import { cellules, dansCellules } from '../dvf/operations.ts';
 import { departementOf } from '../dvf/mutation.ts';
 import type { Dataset } from '../platform/sandbox.ts';
+import { containsPoint, type ZoneGeometry } from '../urbanisme/zonage.ts';
 
 /**
  * The deterministic value of a dwelling: its DVF comparables, else the commune's scale, the time index that brings
@@ -73,8 +74,21 @@ export interface ValeurBrute {
   millesime: number | null;
   comparables: Comparable[];
   millesimes: number[];
-  /** Index ratio per vintage (latest = 1), empty when the index is not built. */
+  /** Whether prices were brought to the latest vintage (false while the index is not built). */
   indexe: boolean;
+  /** The IRIS of the `iris` scale. */
+  iris?: { code: string; nom: string | null };
+}
+
+interface IrisLigne {
+  code: string;
+  nom: string | null;
+  insee: string;
+  geometrie: ZoneGeometry;
+  bbox_xmin: number;
+  bbox_ymin: number;
+  bbox_xmax: number;
+  bbox_ymax: number;
 }
 
 export function mediane(valeurs: number[]): number | null {
@@ -142,8 +156,8 @@ function adresseTexte(l: LigneComparable): string | null {
 }
 
 /**
- * The value's base: comparables of the same type within a radius widened step by step, else the commune's scale.
- * (The IRIS scale is not built yet: the estimate goes from comparables straight to the commune, and says so.)
+ * The value's base: comparables of the same type within a radius widened step by step, else the scale of the IRIS of
+ * the address, else the commune's.
  */
 export async function valeurBrute(
   db: Queryable,
@@ -208,7 +222,11 @@ export async function valeurBrute(
     if (rayon !== null) {
       const retenues = rows
         .filter((l) => l.distance_m <= rayon)
-        .sort((a, b) => b.millesime - a.millesime || a.distance_m - b.distance_m)
+        // Ties broken by id: the same data always give the same comparables.
+        .sort(
+          (a, b) =>
+            b.millesime - a.millesime || a.distance_m - b.distance_m || (a.id_mutation < b.id_mutation ? -1 : 1),
+        )
         .slice(0, COMPARABLES_MAX)
         .map(indexer);
       const millesimes = [...new Set(retenues.map((c) => c.millesime))].sort((a, b) => b - a);
@@ -223,6 +241,55 @@ export async function valeurBrute(
         millesimes,
         indexe: indice.size > 0,
       };
+    }
+  }
+
+  // The IRIS scale: the plain sales of the type, every surface, inside the IRIS of the address (a neighbourhood of
+  // about 2 000 inhabitants: nearer the address than the commune). Read by the IRIS's box, kept by its outline.
+  if (lieu.lat !== null && lieu.lon !== null) {
+    const { rows: irisRows } = await db.query<IrisLigne>(
+      `SELECT code, nom, insee, geometrie, bbox_xmin, bbox_ymin, bbox_xmax, bbox_ymax FROM iris
+        WHERE dataset = $1 AND box(point(bbox_xmin, bbox_ymin), point(bbox_xmax, bbox_ymax)) @> point($2, $3)`,
+      [dataset, lieu.lon, lieu.lat],
+    );
+    const iris = irisRows.find((i) => containsPoint(i.geometrie, lieu.lon!, lieu.lat!));
+    if (iris) {
+      const { rows } = await db.query<LigneComparable>(
+        `SELECT ${colonnes}, 0::float8 AS distance_m
+           FROM dvf_mutations m
+          WHERE m.dataset = $1 AND m.insee = $2 AND m.millesime BETWEEN $3 AND $4 AND m.date_mutation < $5::date
+            AND m.types_locaux @> ARRAY[$6]::text[] AND ${VENTE_SIMPLE}
+            AND m.lat BETWEEN $7 AND $8 AND m.lon BETWEEN $9 AND $10`,
+        [
+          dataset,
+          iris.insee,
+          premier,
+          dernier,
+          avant,
+          type,
+          iris.bbox_ymin,
+          iris.bbox_ymax,
+          iris.bbox_xmin,
+          iris.bbox_xmax,
+        ],
+      );
+      const dedans = rows.filter((l) => containsPoint(iris.geometrie, l.lon!, l.lat!));
+      if (dedans.length >= COMMUNE_MIN) {
+        const ventes = dedans.map(indexer);
+        const millesimes = [...new Set(ventes.map((c) => c.millesime))].sort((a, b) => b - a);
+        return {
+          socle: 'iris',
+          nature: 'estime',
+          prix_m2_socle: mediane(ventes.map((c) => c.prix_m2_indexe))!,
+          ventes: ventes.length,
+          rayon_m: null,
+          millesime: millesimes[0] ?? null,
+          comparables: [],
+          millesimes,
+          indexe: indice.size > 0,
+          iris: { code: iris.code, nom: iris.nom },
+        };
+      }
     }
   }
 

@@ -60,6 +60,25 @@ describe('estimer_bien and modeles in the sandbox', () => {
     expect(body.dpe.sortie.cibles.length).toBeGreaterThan(0);
   });
 
+  it('falls back to the IRIS of the address when no sale is comparable in surface', async () => {
+    // No house of 400 m² ± 30 % sold in the territory: the median of the houses sold in the address's IRIS.
+    const res = await appel('POST', '/estimations', {
+      type: 'maison',
+      surface: 400,
+      adresse: '11 rue des Pins Latresne',
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json();
+    expect(body.niveau).toMatchObject({ socle: 'iris', nature: 'estime', rayon_m: null, fiabilite: 'limitee' });
+    expect(body.niveau.libelle).toMatch(/IRIS/);
+    expect(body.niveau.ventes).toBeGreaterThanOrEqual(5);
+    expect(body.comparables.ventes).toEqual([]);
+    const { rows } = await t.db.query<{ code: string }>(
+      `SELECT code FROM iris WHERE dataset = 'sandbox' AND insee = '33234'`,
+    );
+    expect(rows.length).toBeGreaterThan(0);
+  });
+
   it('publishes the estimation sheet: errors measured, dated, with their sample; what was not measured said', async () => {
     const res = await appel('GET', '/modeles/estimation');
     expect(res.statusCode, res.body).toBe(200);
