@@ -4,6 +4,7 @@ import { compteOperations } from './compte/operations.ts';
 import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
+import { estimationOperations } from './estimation/operations.ts';
 import { HUB_OPERATIONS } from './hub/operations.ts';
 import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
@@ -20,6 +21,7 @@ export const OPERATIONS = [
   lireDocument,
   faitsAdresse,
   ...dvfOperations,
+  ...estimationOperations,
   ...HUB_OPERATIONS,
   ...permisOperations,
   ...societesCivilesOperations,

@@ -109,6 +109,21 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   ventes_adresse_parcelle: [{ id_parcelle: '33001000BP0402' }],
   ventes: [{ insee: '33234' }, { lat: 44.782339, lon: -0.498405, rayon_m: 500, type: 'maison', limite: 5 }],
   ventes_mutation: [{ id_mutation: '2021-9000001' }],
+  modeles: [{}],
+  modeles_modele: [{ modele: 'estimation' }, { modele: 'pre_marche' }],
+  estimer_bien: [
+    // A house among the sales of Latresne, class F: comparables, rent, yield on the asking price, exit cost.
+    {
+      type: 'maison',
+      surface: 110,
+      adresse: '11 rue des Pins Latresne',
+      dpe: 'F',
+      prix_demande: 350_000,
+      etat: 'correct',
+    },
+    // A flat of Paris 11e known by its commune only: the commune's scale.
+    { type: 'appartement', surface: 45, insee: '75111', pieces: 2, etage: 4, ascenseur: true, annexes: { cave: true } },
+  ],
   permis_adresse: [{ cle_ban: '33001_z015_00002' }],
   permis_adresse_parcelle: [{ id_parcelle: '33001000AD0397' }],
   societes_civiles: [{ cle_ban: '33001_z003_00012' }],

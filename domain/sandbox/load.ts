@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
 import { emptyDvf } from '../dvf/partitions.ts';
+import { backtestEstimation, TABLES_DERIVEES } from '../estimation/backtest.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../qualite.ts';
 import { generateSandbox, SANDBOX_SEED, type SandboxSource } from './generate.ts';
@@ -92,6 +93,8 @@ export async function clearDemonstration(db: Db, log: (line: string) => void = (
     for (const table of ETAPES.filter((e) => e.source !== 'communes' && e.source !== 'dvf').flatMap((e) => e.tables)) {
       await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
     }
+    // What the backtest derived from the demonstration's sales: the real data are measured by `npm run modeles`.
+    for (const table of TABLES_DERIVEES) await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
     await client.query('DELETE FROM parametres WHERE nom = $1', [PARAMETRE_DEMONSTRATION]);
   });
   forgetServedSource(db);
@@ -198,6 +201,9 @@ export async function loadSandbox(
         log(`${etape.source} ${nom} : ${r.lus} lus, ${r.gardes} gardés${rejets ? `, ${rejets} rejetés` : ''}`);
       }
     }
+    // The derived tables are rebuilt after the imports they depend on: the estimate's index and measured range.
+    const b = await backtestEstimation(db, dataset, new Date());
+    log(`modeles : estimation mesurée sur ${b.estimees} ventes (${b.perimetre || 'rien à mesurer'})`);
     return report;
   } finally {
     await rm(dir, { recursive: true, force: true });

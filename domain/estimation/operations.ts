@@ -1,0 +1,587 @@
+import { z } from 'zod';
+import type { Db, Queryable } from '../../db/client.ts';
+import { rechercher } from '../adresses/resoudre.ts';
+import { defineOperation } from '../catalogue.ts';
+import { communeByCode, isOutreMer } from '../communes.ts';
+import { absenceDvf, departementOf } from '../dvf/mutation.ts';
+import { ApiError } from '../errors.ts';
+import { loyerCommune, type LoyerCommune, type TypeLogement } from '../loyers/loyers.ts';
+import type { Dataset } from '../platform/sandbox.ts';
+import { QualiteSchema, servedFromDataset } from '../qualite.ts';
+import { ajustementsBareme, BAREME_TEXTE, totalAjustements, type ClasseDpe } from './bareme.ts';
+import { modelesOperations } from './modeles.ts';
+import { sortieDpe, SortieSchema } from './sortie.ts';
+import {
+  BANDE_SURFACE,
+  COMMUNE_MIN,
+  COMPARABLES_MIN,
+  COMPARABLES_VISES,
+  DEMI_LARGEUR_PAR_DEFAUT,
+  demiLargeur,
+  mediane,
+  RAYONS_M,
+  valeurBrute,
+} from './valeur.ts';
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Shapes.
+// ---------------------------------------------------------------------------------------------------------------------
+
+const ETATS = ['a_renover', 'travaux', 'correct', 'renove', 'neuf'] as const;
+const EXPOSITIONS = [
+  'nord',
+  'sud',
+  'est',
+  'ouest',
+  'sud_est',
+  'sud_ouest',
+  'nord_est',
+  'nord_ouest',
+  'traversant',
+] as const;
+const CLASSES = ['A', 'B', 'C', 'D', 'E', 'F', 'G'] as const;
+
+/** The body of estimer_bien_affine without `photos`; the text fields are accepted, only the scale reads them. */
+export const EstimationInput = z
+  .object({
+    type: z.enum(['appartement', 'maison']),
+    surface: z.number().min(9).max(2000).describe('Surface habitable (m²), 9-2000.'),
+    adresse: z.string().trim().min(5).max(160).optional().describe('Adresse telle qu’on l’écrit.'),
+    code_postal: z
+      .string()
+      .regex(/^\d{5}$/, 'Code postal : 5 chiffres.')
+      .optional(),
+    insee: z
+      .string()
+      .transform((v) => v.trim().toUpperCase())
+      .pipe(z.string().regex(/^(?:\d{2}|2[AB])\d{3}$/, 'Code INSEE de commune : 5 caractères.'))
+      .optional()
+      .describe('Commune (code INSEE), quand il n’y a pas d’adresse.'),
+    pieces: z.number().int().min(1).max(30).optional(),
+    chambres: z.number().int().min(0).max(20).optional(),
+    etage: z.number().int().min(-1).max(40).optional().describe('0 : rez-de-chaussée.'),
+    etages_immeuble: z.number().int().min(0).max(60).optional(),
+    ascenseur: z.boolean().optional(),
+    terrain_m2: z.number().min(0).max(100_000).optional(),
+    dpe: z.enum(CLASSES).optional(),
+    annee_construction: z.number().int().min(1700).max(2030).optional(),
+    prix_demande: z.number().int().min(10_000).max(50_000_000).optional().describe('Prix demandé (€).'),
+    loyer_pratique: z
+      .number()
+      .gt(0)
+      .max(100_000)
+      .optional()
+      .describe('Loyer mensuel pratiqué (€) ; remplace le loyer estimé.'),
+    etat: z.enum(ETATS).optional(),
+    qualites: z.array(z.string().max(200)).max(20).optional(),
+    description: z.string().max(1200).optional(),
+    exposition: z.enum(EXPOSITIONS).optional(),
+    annexes: z
+      .object({
+        parking: z.number().int().min(0).max(3).optional(),
+        garage: z.boolean().optional(),
+        cave: z.boolean().optional(),
+        balcon_m2: z.number().min(0).max(200).optional(),
+        terrasse_m2: z.number().min(0).max(500).optional(),
+      })
+      .optional(),
+    equipements: z.array(z.string().max(100)).max(60).optional(),
+  })
+  .refine((e) => e.adresse !== undefined || e.insee !== undefined, {
+    message: 'adresse ou insee est obligatoire.',
+    path: ['adresse'],
+  });
+type Entree = z.output<typeof EstimationInput>;
+
+const VenteSchema = z.object({
+  date: z.string(),
+  type: z.enum(['appartement', 'maison']),
+  surface_m2: z.number(),
+  prix: z.number(),
+  prix_m2: z.number(),
+  distance_m: z.number().describe('Arrondie à 50 m.'),
+  millesime: z.number().int(),
+  adresse: z.string().nullable(),
+  code_postal: z.string().nullable(),
+  id_mutation: z.string().nullable(),
+  lat: z.number().nullable(),
+  lon: z.number().nullable(),
+});
+
+export const EstimationOutput = z.object({
+  bien: z.object({
+    type: z.enum(['appartement', 'maison']),
+    surface_m2: z.number(),
+    pieces: z.number().int().nullable(),
+    commune: z.string(),
+    code_postal: z.string().nullable(),
+    insee: z.string().nullable(),
+    origine: z.enum(['adresse', 'commune']),
+  }),
+  valeur: z.object({
+    bas: z.number(),
+    valeur: z.number(),
+    haut: z.number(),
+    prix_m2: z.number(),
+    demi_largeur_pct: z.number(),
+    qualite: QualiteSchema,
+  }),
+  niveau: z.object({
+    nature: z.enum(['mesure', 'estime']),
+    socle: z.enum(['comparables_dvf', 'iris', 'commune']),
+    libelle: z.string(),
+    ventes: z.number().int(),
+    rayon_m: z.number().nullable(),
+    millesime: z.number().int().nullable(),
+    prix_m2_socle: z.number(),
+    fiabilite: z.enum(['elevee', 'correcte', 'limitee']),
+  }),
+  comparables: z.object({
+    n: z.number().int(),
+    prix_m2_median: z.number().nullable(),
+    millesimes: z.array(z.number().int()),
+    ventes: z.array(VenteSchema),
+  }),
+  loyer: z
+    .object({
+      mensuel: z.number(),
+      bas: z.number().nullable(),
+      haut: z.number().nullable(),
+      nature: z.enum(['observe_commune', 'predit_maille']),
+      charges_comprises: z.boolean(),
+      qualite: QualiteSchema,
+    })
+    .nullable(),
+  rendement: z
+    .object({
+      sur: z.enum(['prix_demande', 'valeur_estimee']),
+      prix: z.number(),
+      loyer: z.enum(['pratique', 'estime']),
+      loyer_mensuel: z.number(),
+      brut_pct: z.number(),
+      frais_notaire: z.number(),
+      net_hors_travaux_pct: z.number(),
+    })
+    .nullable(),
+  prix_demande: z
+    .object({
+      prix: z.number(),
+      prix_m2: z.number(),
+      ecart_pct: z.number(),
+      position: z.enum(['sous_la_fourchette', 'dans_la_fourchette', 'au_dessus_de_la_fourchette']),
+    })
+    .nullable(),
+  annonces_en_vente: z
+    .object({ n: z.number().int(), prix_m2_median: z.number(), part_moins_cheres_pct: z.number() })
+    .nullable(),
+  baisses: z
+    .object({
+      biens: z.number().int(),
+      annonces_suivies: z.number().int(),
+      baisse_mediane_pct: z.number(),
+      prix_m2_median_apres_baisse: z.number(),
+      fenetre_jours: z.number().int(),
+    })
+    .nullable(),
+  retraits: z
+    .object({ biens: z.number().int(), dernier_prix_m2_median: z.number(), fenetre_jours: z.number().int() })
+    .nullable(),
+  dpe: z
+    .object({
+      classe: z.enum(CLASSES),
+      interdiction_location: z.string().nullable(),
+      mois_restants: z.number().int().nullable(),
+      sortie: SortieSchema.nullable(),
+    })
+    .nullable(),
+  ajustements: z.array(
+    z.object({
+      nature: z.string(),
+      libelle: z.string(),
+      pct: z.number(),
+      motif: z.string().nullable(),
+      source: z.enum(['bareme', 'ia']),
+    }),
+  ),
+  affinage: z.object({ applique: z.boolean(), modele: z.string().nullable(), raison: z.string() }),
+  vision: z.null(),
+  limites: z.array(z.string()),
+  sources: z.array(z.string()),
+  mention: z.string(),
+  calcule_le: z.string(),
+});
+type Sortie = z.infer<typeof EstimationOutput>;
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Around the value.
+// ---------------------------------------------------------------------------------------------------------------------
+
+const SOURCE_DVF = 'DVF (DGFiP, Etalab)';
+const SOURCE_LOYERS = 'Carte des loyers (ministère du Logement, ANIL)';
+export const FRAIS_NOTAIRE = 0.08;
+/** Share of the rent left after charges, vacancy and management: the spec's 85 %. */
+const PART_NETTE = 0.85;
+/** First day letting of a class is forbidden (mainland calendar of the Climate and Resilience Act). */
+export const INTERDICTIONS: Partial<Record<ClasseDpe, string>> = {
+  G: '2025-01-01',
+  F: '2028-01-01',
+  E: '2034-01-01',
+};
+const MENTION =
+  'Estimation indicative calculée à partir des ventes publiées (DVF) ; elle ne remplace ni une expertise ni un avis de valeur d’un professionnel.';
+
+const arrondi = (v: number, pas: number) => Math.round(v / pas) * pas;
+const un = (v: number) => Math.round(v * 10) / 10;
+
+/** Full months from `now` to `date` (0 when already in force). */
+export function moisRestants(now: Date, date: string): number {
+  const d = new Date(`${date}T00:00:00Z`);
+  let mois = (d.getUTCFullYear() - now.getUTCFullYear()) * 12 + (d.getUTCMonth() - now.getUTCMonth());
+  if (d.getUTCDate() < now.getUTCDate()) mois -= 1;
+  return Math.max(0, mois);
+}
+
+function typeLoyer(e: Entree): TypeLogement[] {
+  if (e.type === 'maison') return ['maison'];
+  if (e.pieces === undefined) return ['appartement'];
+  return [e.pieces <= 2 ? 'appartement_t1_t2' : 'appartement_t3_plus', 'appartement'];
+}
+
+async function loyerDe(db: Queryable, dataset: Dataset, insee: string, e: Entree): Promise<LoyerCommune | null> {
+  for (const type of typeLoyer(e)) {
+    const l = await loyerCommune(db, dataset, insee, type);
+    if (l) return l;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Where.
+// ---------------------------------------------------------------------------------------------------------------------
+
+interface Localisation {
+  insee: string;
+  commune: string;
+  code_postal: string | null;
+  lat: number | null;
+  lon: number | null;
+  origine: 'adresse' | 'commune';
+}
+
+async function localiser(db: Db, dataset: Dataset, e: Entree): Promise<Localisation> {
+  if (e.adresse !== undefined) {
+    const [c] = await rechercher(db, dataset, e.adresse, e.code_postal ?? null, 1);
+    if (c && (c.type === 'numero' || c.type === 'voie' || c.type === 'lieu_dit')) {
+      return {
+        insee: c.insee,
+        commune: c.commune,
+        code_postal: c.code_postal,
+        lat: c.lat,
+        lon: c.lon,
+        origine: 'adresse',
+      };
+    }
+    if (e.insee === undefined && !(c && c.type === 'commune')) {
+      throw new ApiError(
+        'adresse_introuvable',
+        `L’adresse « ${e.adresse} » n’est pas trouvée dans la Base Adresse Nationale ; donnez insee pour une estimation à l’échelle de la commune. Rien n’est débité.`,
+      );
+    }
+    if (c && e.insee === undefined) {
+      return {
+        insee: c.insee,
+        commune: c.commune,
+        code_postal: c.code_postal,
+        lat: null,
+        lon: null,
+        origine: 'commune',
+      };
+    }
+  }
+  const insee = e.insee!;
+  const { rows } = await db.query<{ nom: string; lat: number | null; lon: number | null; codes_postaux: string[] }>(
+    `SELECT nom, lat, lon, codes_postaux FROM communes WHERE dataset = $1 AND insee = $2`,
+    [dataset, insee],
+  );
+  const connue = rows[0] ?? null;
+  const decoupage = communeByCode(insee);
+  if (!connue && !decoupage) {
+    throw new ApiError('commune_introuvable', `Aucune commune n’a le code ${insee} ; rien n’est débité.`);
+  }
+  return {
+    insee,
+    commune: connue?.nom ?? decoupage!.nom,
+    code_postal: e.code_postal ?? connue?.codes_postaux[0] ?? null,
+    // A commune's centre is not the dwelling's place: the commune's scale, not comparables around its town hall.
+    lat: null,
+    lon: null,
+    origine: 'commune',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The estimate.
+// ---------------------------------------------------------------------------------------------------------------------
+
+function fiabilite(socle: string, ventes: number, rayon: number | null): Sortie['niveau']['fiabilite'] {
+  if (socle !== 'comparables_dvf') return 'limitee';
+  if (ventes >= COMPARABLES_VISES && rayon !== null && rayon <= 1000) return 'elevee';
+  return ventes >= COMPARABLES_VISES ? 'correcte' : 'limitee';
+}
+
+/** The deterministic estimate, as estimer_bien serves it (and estimer_bien_affine starts from). */
+export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): Promise<Sortie> {
+  const lieu = await localiser(db, dataset, e);
+  const departement = departementOf(lieu.insee);
+  const sansDvf = absenceDvf(departement);
+  if (sansDvf) {
+    throw new ApiError(
+      'ressource_absente',
+      `${sansDvf} Aucune estimation n’est possible à ${lieu.commune} (${lieu.insee}) faute de ventes publiées ; rien n’est débité.`,
+    );
+  }
+  const brute = await valeurBrute(db, dataset, lieu, e.type, e.surface);
+  if (!brute) {
+    throw new ApiError(
+      'ressource_absente',
+      `Trop peu de ventes DVF ${e.type === 'maison' ? 'de maisons' : 'd’appartements'} autour de ce bien et dans la commune de ${lieu.commune} (${lieu.insee}) pour l’estimer ; rien n’est débité.`,
+    );
+  }
+  const limites: string[] = [];
+  const ajustements = ajustementsBareme({ ...e, dpe: e.dpe as ClasseDpe | undefined });
+  const total = totalAjustements(ajustements);
+  const largeur = await demiLargeur(db, dataset, e.type, brute.socle);
+  const prixM2 = brute.prix_m2_socle * (1 + total / 100);
+  const valeur = arrondi(prixM2 * e.surface, 1000);
+  const bas = arrondi(valeur * (1 - largeur.pct / 100), 1000);
+  const haut = arrondi(valeur * (1 + largeur.pct / 100), 1000);
+
+  if (brute.socle === 'commune') {
+    limites.push(
+      lieu.origine === 'adresse'
+        ? `Moins de ${COMPARABLES_MIN} ventes comparables à ${RAYONS_M[RAYONS_M.length - 1]} m de l’adresse : valeur tirée du prix médian de la commune (socle commune), sans tenir compte de l’emplacement.`
+        : 'Sans adresse localisée, la valeur vient du prix médian de la commune (socle commune).',
+    );
+  }
+  if (brute.socle === 'iris') {
+    limites.push(
+      `Moins de ${COMPARABLES_MIN} ventes comparables à ${RAYONS_M[RAYONS_M.length - 1]} m de l’adresse : valeur tirée du prix médian de l’IRIS (socle iris), toutes surfaces.`,
+    );
+  }
+  if (!largeur.calibree) {
+    limites.push(
+      `Fourchette non calibrée : le backtest (npm run modeles) n’a pas encore mesuré l’erreur de ce socle ; demi-largeur par défaut de ${largeur.pct} %, plus large que prudent.`,
+    );
+  }
+  if (!brute.indexe) {
+    limites.push('Indice départemental des prix non calculé : les prix des ventes ne sont pas ramenés à aujourd’hui.');
+  }
+  limites.push(
+    'Annonces en vente, baisses de prix et retraits : le domaine des annonces ne les tient pas encore ; annonces_en_vente, baisses et retraits sont null.',
+  );
+  if (e.description || e.qualites?.length || e.equipements?.length) {
+    limites.push(
+      'description, qualites et equipements sont acceptés mais seul le barème s’applique ici ; estimer_bien_affine les lit.',
+    );
+  }
+
+  // Rent and yield.
+  const l = await loyerDe(db, dataset, lieu.insee, e);
+  const loyer: Sortie['loyer'] = l
+    ? {
+        mensuel: Math.round(l.loyer_m2 * e.surface),
+        bas: Math.round(l.bas_m2 * e.surface),
+        haut: Math.round(l.haut_m2 * e.surface),
+        nature: l.nature,
+        charges_comprises: true,
+        qualite: {
+          n: l.nb_obs_commune ?? l.nb_obs_maille,
+          provenance: 'estime',
+          incertitude: {
+            demi_largeur_pct: null,
+            bas: Math.round(l.bas_m2 * e.surface),
+            haut: Math.round(l.haut_m2 * e.surface),
+          },
+          drapeaux: l.nature === 'predit_maille' ? ['peu_d_observations'] : [],
+          methode: `Loyer prédit au m² (${l.loyer_m2} €/m², édition ${l.edition}, niveau ${l.niveau_prediction}) × surface.`,
+          donnees_du: `${l.edition}-01-01`,
+          source: SOURCE_LOYERS,
+        },
+      }
+    : null;
+  if (!l) limites.push('Aucun indicateur de loyer pour cette commune : loyer null.');
+  const loyerMensuel = e.loyer_pratique ?? loyer?.mensuel ?? null;
+  const prixRendement = e.prix_demande ?? valeur;
+  const frais = Math.round(prixRendement * FRAIS_NOTAIRE);
+  const rendement: Sortie['rendement'] =
+    loyerMensuel !== null
+      ? {
+          sur: e.prix_demande !== undefined ? 'prix_demande' : 'valeur_estimee',
+          prix: prixRendement,
+          loyer: e.loyer_pratique !== undefined ? 'pratique' : 'estime',
+          loyer_mensuel: loyerMensuel,
+          brut_pct: un(((12 * loyerMensuel) / prixRendement) * 100),
+          frais_notaire: frais,
+          net_hors_travaux_pct: un(((PART_NETTE * 12 * loyerMensuel) / (prixRendement + frais)) * 100),
+        }
+      : null;
+
+  const prixDemande: Sortie['prix_demande'] =
+    e.prix_demande !== undefined
+      ? {
+          prix: e.prix_demande,
+          prix_m2: Math.round(e.prix_demande / e.surface),
+          ecart_pct: un(((e.prix_demande - valeur) / valeur) * 100),
+          position:
+            e.prix_demande < bas
+              ? 'sous_la_fourchette'
+              : e.prix_demande > haut
+                ? 'au_dessus_de_la_fourchette'
+                : 'dans_la_fourchette',
+        }
+      : null;
+
+  let dpe: Sortie['dpe'] = null;
+  if (e.dpe) {
+    const outreMer = isOutreMer(departement);
+    const interdiction = outreMer ? null : (INTERDICTIONS[e.dpe] ?? null);
+    dpe = {
+      classe: e.dpe,
+      interdiction_location: interdiction,
+      mois_restants: interdiction ? moisRestants(now, interdiction) : null,
+      sortie:
+        ['E', 'F', 'G'].includes(e.dpe) && !outreMer
+          ? await sortieDpe(db, dataset, e.dpe as 'E' | 'F' | 'G', lieu.insee, e.surface)
+          : null,
+    };
+    if (outreMer)
+      limites.push('Outre-mer : le calendrier d’interdiction de location de la métropole ne s’applique pas.');
+  }
+
+  const ventes = brute.comparables.map((c) => ({
+    date: c.date,
+    type: c.type,
+    surface_m2: c.surface_m2,
+    prix: c.prix,
+    prix_m2: c.prix_m2,
+    distance_m: c.distance_m,
+    millesime: c.millesime,
+    adresse: c.adresse,
+    code_postal: c.code_postal,
+    id_mutation: c.id_mutation,
+    lat: c.lat,
+    lon: c.lon,
+  }));
+  const libelle =
+    brute.socle === 'comparables_dvf'
+      ? `${brute.ventes} ventes comparables à ${brute.rayon_m} m au plus (surface ±${BANDE_SURFACE * 100} %)`
+      : brute.socle === 'iris'
+        ? `Prix médian des ${e.type === 'maison' ? 'maisons' : 'appartements'} vendus dans l’IRIS ${brute.iris!.nom ?? brute.iris!.code} (${brute.ventes} ventes)`
+        : `Prix médian des ${e.type === 'maison' ? 'maisons' : 'appartements'} vendus à ${lieu.commune} (${brute.ventes} ventes)`;
+  const drapeaux: Array<'peu_d_observations'> = brute.ventes < COMPARABLES_VISES ? ['peu_d_observations'] : [];
+
+  return {
+    bien: {
+      type: e.type,
+      surface_m2: e.surface,
+      pieces: e.pieces ?? null,
+      commune: lieu.commune,
+      code_postal: lieu.code_postal,
+      insee: lieu.insee,
+      origine: lieu.origine,
+    },
+    valeur: {
+      bas,
+      valeur,
+      haut,
+      prix_m2: Math.round(prixM2),
+      demi_largeur_pct: largeur.pct,
+      qualite: {
+        n: brute.ventes,
+        provenance: brute.nature,
+        incertitude: { demi_largeur_pct: largeur.pct, bas, haut },
+        drapeaux,
+        methode: largeur.calibree
+          ? `Médiane des prix au m² indexés × surface, ajustée par le barème ; demi-largeur mesurée par le backtest du ${largeur.mesure_le} (${largeur.echantillon} ventes) pour couvrir 80 % des prix.`
+          : `Médiane des prix au m² indexés × surface, ajustée par le barème ; demi-largeur par défaut (${DEMI_LARGEUR_PAR_DEFAUT[brute.socle]} %), non calibrée.`,
+        donnees_du: brute.comparables.reduce<string | null>((d, c) => (d === null || c.date > d ? c.date : d), null),
+        source: SOURCE_DVF,
+      },
+    },
+    niveau: {
+      nature: brute.nature,
+      socle: brute.socle,
+      libelle,
+      ventes: brute.ventes,
+      rayon_m: brute.rayon_m,
+      millesime: brute.millesime,
+      prix_m2_socle: Math.round(brute.prix_m2_socle),
+      fiabilite: fiabilite(brute.socle, brute.ventes, brute.rayon_m),
+    },
+    comparables: {
+      n: ventes.length,
+      prix_m2_median: ventes.length ? Math.round(mediane(ventes.map((v) => v.prix_m2))!) : null,
+      millesimes: brute.millesimes,
+      ventes,
+    },
+    loyer,
+    rendement,
+    prix_demande: prixDemande,
+    annonces_en_vente: null,
+    baisses: null,
+    retraits: null,
+    dpe,
+    ajustements,
+    affinage: {
+      applique: false,
+      modele: null,
+      raison: 'Estimation déterministe : comparables et barème, sans modèle (estimer_bien_affine l’affine).',
+    },
+    vision: null,
+    limites,
+    sources: [SOURCE_DVF, ...(loyer ? [SOURCE_LOYERS] : []), ...(dpe?.sortie ? ['Audits énergétiques (ADEME)'] : [])],
+    mention: MENTION,
+    calcule_le: now.toISOString(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// estimer_bien
+// ---------------------------------------------------------------------------------------------------------------------
+
+const DESCRIPTION = `Estimation déterministe d'un logement (appartement ou maison) : valeur, fourchette calibrée, comparables DVF, loyer, rendement, échéance et coût de sortie DPE. Jumeau déterministe de \`estimer_bien_affine\` : même corps sans \`photos\` (les champs texte sont acceptés, seul le barème s'applique), même réponse avec \`affinage.applique\` false et \`vision\` null. Un calcul envoyé par POST : il ne modifie rien.
+
+**Lieu.** \`adresse\` (écrite comme on l'écrit, avec \`code_postal\` pour lever une ambiguïté) est cherchée dans la Base Adresse Nationale ; à défaut \`insee\` donne la commune (\`bien.origine\` commune). Adresse introuvable sans \`insee\` : 404 \`adresse_introuvable\`. Alsace-Moselle et Mayotte (hors DVF) : 404 \`ressource_absente\` dont le détail dit pourquoi ; rien n'est débité.
+
+**Socle.** Ventes DVF simples (un seul logement, vente ou VEFA, sans motif d'écart : ni vente en bloc, ni échange, ni local professionnel, ni prix ou surface atypique) du même type, de surface à ±${BANDE_SURFACE * 100} %, des ${4} derniers millésimes, dans un rayon élargi par paliers (${RAYONS_M.join(', ')} m ; 3 km au plus) jusqu'à ${COMPARABLES_VISES} ventes (au moins ${COMPARABLES_MIN} au rayon maximal) : \`socle\` comparables_dvf, \`nature\` mesure. Les plus récents millésimes d'abord, puis les plus proches ; 30 au plus. Chaque prix est ramené au dernier millésime par l'indice départemental (rapport des médianes annuelles du prix au m² des ventes simples du département et du type, table dérivée reconstruite par \`npm run modeles\`). Faute de comparables : prix médian, toutes surfaces, des ventes simples du type dans l'IRIS de l'adresse (\`socle\` iris, ${COMMUNE_MIN} ventes au moins), sinon dans la commune (\`socle\` commune) ; \`nature\` estime. Distances arrondies à 50 m.
+
+**Barème** (\`ajustements\`, \`source\` bareme, une ligne par nature) : ${BAREME_TEXTE}.
+
+**Fourchette.** \`valeur\` = prix au m² du socle × (1 + ajustements) × surface, arrondie au millier. \`demi_largeur_pct\` : la demi-largeur qui a couvert 80 % des prix réels des ventes tenues hors échantillon au dernier backtest, pour ce type et ce socle (\`GET /modeles/estimation\`) ; tant qu'il n'a pas tourné : ${DEMI_LARGEUR_PAR_DEFAUT.comparables_dvf} % (comparables), ${DEMI_LARGEUR_PAR_DEFAUT.commune} % (commune), dit dans \`limites\`.
+
+**Autour.** \`loyer\` : indicateur de loyer de la commune (carte des loyers, charges comprises ; T1-T2 ou T3+ selon \`pieces\`), \`nature\` observe_commune ou predit_maille, intervalle publié. \`rendement\` : sur \`prix_demande\` sinon la valeur estimée, loyer \`loyer_pratique\` sinon estimé ; brut = 12 × loyer / prix ; frais de notaire 8 % du prix ; net hors travaux = 85 % × 12 × loyer / (prix + frais). \`dpe\` : interdiction de location (G 2025, F 2028, E 2034, métropole), mois restants, et pour E/F/G le coût de sortie vers D, C, B tiré des audits énergétiques réglementaires (médiane, p25, p75 ; commune, puis département, puis national, \`niveau\` le dit). \`annonces_en_vente\`, \`baisses\`, \`retraits\` : null tant que le domaine des annonces ne les tient pas (dit dans \`limites\`).`;
+
+export const estimerBien = defineOperation({
+  tool: 'estimer_bien',
+  method: 'POST',
+  path: '/estimations',
+  summary: 'Estimation déterministe d’un logement',
+  description: DESCRIPTION,
+  credits: 10,
+  unit: 'appel',
+  scope: 'estimation',
+  tier: 'usage',
+  sandbox: true,
+  cacheS: 86_400,
+  timeoutS: 15,
+  effect: 'lecture',
+  errors: ['ressource_absente', 'adresse_introuvable', 'commune_introuvable'],
+  input: EstimationInput,
+  output: EstimationOutput,
+  dataDate: (o: Sortie) => o.valeur.qualite.donnees_du,
+  handler: servedFromDataset(async (e, ctx, dataset) => {
+    return estimer(ctx.services.db, dataset, e, ctx.services.now());
+  }),
+});
+
+export const estimationOperations = [estimerBien, ...modelesOperations];
