@@ -196,6 +196,10 @@ function baseline(operation: Operation, schema: Schema): Record<string, unknown>
         texte.set(id, next);
         input = setAt(schema, input, path, example(s, next));
         changed = true;
+      } else if (current === undefined && s) {
+        // An optional field a rule of the whole input asks for (« adresse ou insee »): given.
+        input = setAt(schema, input, path, example(s));
+        changed = true;
       } else if (current !== null && typeof current === 'object' && !Array.isArray(current) && s?.properties) {
         const missing = Object.keys(s.properties).find((k) => !(k in (current as object)));
         if (missing === undefined) continue;
