@@ -5,6 +5,7 @@ import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
 import { HUB_OPERATIONS } from './hub/operations.ts';
+import { marcheOperations } from './marche/operations.ts';
 import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
 import { permisOperations } from './urbanisme/permis.ts';
@@ -21,6 +22,7 @@ export const OPERATIONS = [
   faitsAdresse,
   ...dvfOperations,
   ...HUB_OPERATIONS,
+  ...marcheOperations,
   ...permisOperations,
   ...societesCivilesOperations,
   ...pluOperations,

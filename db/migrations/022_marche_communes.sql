@@ -1,0 +1,29 @@
+-- The Communes market's aggregates (domain/marche/agregats.ts): per commune (a municipal arrondissement of Paris, Lyon
+-- and Marseille counts as a commune: DVF writes its code) and per département, per type of dwelling, year and
+-- quarter, the median price per m² of one-dwelling sales and its dispersion. Rebuilt from dvf_mutations after each DVF
+-- import, for the communes and départements the import touched, in one transaction: a read of the market
+-- (prix_commune, ventes_commune) is one range of the primary key, never a computation over raw sales.
+CREATE TABLE marche_prix (
+  dataset text COLLATE "C" NOT NULL CHECK (dataset IN ('live', 'sandbox')),
+  niveau text COLLATE "C" NOT NULL CHECK (niveau IN ('commune', 'departement')),
+  -- INSEE code of the commune or arrondissement, or the département's code.
+  code text COLLATE "C" NOT NULL,
+  -- global: apartments and houses together.
+  type text COLLATE "C" NOT NULL CHECK (type IN ('appartement', 'maison', 'global')),
+  annee smallint NOT NULL,
+  -- 1 to 4; 0 for the whole year.
+  trimestre smallint NOT NULL CHECK (trimestre BETWEEN 0 AND 4),
+  -- Sales counted in the median: a sale (vente, VEFA, adjudication) of exactly one dwelling whose price per m² DVF
+  -- can be read as that dwelling's (no business premises, plausible price and surface: domain/marche/agregats.ts).
+  ventes integer NOT NULL,
+  prix_m2_median double precision,
+  prix_m2_p25 double precision,
+  prix_m2_p75 double precision,
+  prix_m2_min double precision,
+  prix_m2_max double precision,
+  -- DVF rows of apartments and of houses in the sales of the period (every sale with a dwelling, one per local, not
+  -- per mutation), on the `global` rows only: the `velocite` of ventes_commune.
+  lignes_appartements integer NOT NULL DEFAULT 0,
+  lignes_maisons integer NOT NULL DEFAULT 0,
+  PRIMARY KEY (dataset, niveau, code, type, annee, trimestre)
+);
