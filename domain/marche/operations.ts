@@ -3,6 +3,8 @@ import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { absenceDvf, departementOf } from '../dvf/mutation.ts';
+import { ARRONDISSEMENTS, Insee } from './entrees.ts';
+import { ventesCodePostal, ventesCommune } from './ventes.ts';
 import { QualiteSchema, servedFromDataset } from '../qualite.ts';
 import {
   bareme,
@@ -17,19 +19,6 @@ import {
   serie,
   TYPES_LOGEMENT,
 } from './prix.ts';
-
-/** The communes DVF splits into municipal arrondissements: read by arrondissement. */
-const ARRONDISSEMENTS: Record<string, string> = {
-  '75056': 'Paris : 75101 à 75120',
-  '69123': 'Lyon : 69381 à 69389',
-  '13055': 'Marseille : 13201 à 13216',
-};
-
-const Insee = z
-  .string()
-  .transform((v) => v.trim().toUpperCase())
-  .pipe(z.string().regex(/^(?:\d{2}|2[AB])\d{3}$/, 'Code INSEE de commune : 5 caractères (2A/2B en Corse).'))
-  .describe('Code INSEE de la commune ou de l’arrondissement municipal (5 caractères, 2A/2B en Corse).');
 
 const TypeLogement = z.enum(['appartement', 'maison']);
 const nul = <T extends z.ZodType>(t: T) => t.nullable();
@@ -164,4 +153,4 @@ export const prixCommune = defineOperation({
 });
 
 /** The Communes market operations, for the catalogue. */
-export const marcheOperations = [prixCommune];
+export const marcheOperations = [prixCommune, ventesCommune, ventesCodePostal];

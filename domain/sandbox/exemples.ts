@@ -107,6 +107,9 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   ],
   // Abzac: a commune with sales; Paris 11e: an arrondissement; Strasbourg: Alsace-Moselle, empty scale.
   prix_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
+  // Served from the live data (no sandbox): the demonstration territory in the contract test.
+  ventes_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
+  ventes_commune_code_postal: [{ code_postal: '33360' }],
   ventes_adresse: [{ cle_ban: '75111_z025_00010' }],
   ventes_adresse_parcelle: [{ id_parcelle: '33001000BP0402' }],
   ventes: [{ insee: '33234' }, { lat: 44.782339, lon: -0.498405, rayon_m: 500, type: 'maison', limite: 5 }],
