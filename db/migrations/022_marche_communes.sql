@@ -27,3 +27,15 @@ CREATE TABLE marche_prix (
   lignes_maisons integer NOT NULL DEFAULT 0,
   PRIMARY KEY (dataset, niveau, code, type, annee, trimestre)
 );
+
+-- The share of F and G DPE labels by commune (domain/marche/agregats.ts, reconstruireDpeCommunes): rebuilt at the end
+-- of each DPE import, one row a commune, for the market sheet and the comparisons. A DPE replaced by a newer one
+-- (numero_dpe_remplace) is not counted.
+CREATE TABLE marche_dpe (
+  dataset text COLLATE "C" NOT NULL CHECK (dataset IN ('live', 'sandbox')),
+  insee text COLLATE "C" NOT NULL,
+  dpe integer NOT NULL,
+  passoires integer NOT NULL,
+  dernier_dpe date,
+  PRIMARY KEY (dataset, insee)
+);

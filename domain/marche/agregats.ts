@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import type { Queryable } from '../../db/client.ts';
+import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 
 /**
@@ -128,4 +128,25 @@ export async function lirePrix(
     [dataset, niveau, code],
   );
   return rows;
+}
+
+/**
+ * Rebuilds the share of F and G labels of every commune of `dataset` from its DPE (a DPE another one replaces is left
+ * out), in one transaction: called at the end of each DPE import. One pass over the dataset's DPE, cheaper than
+ * knowing which communes an import touched (a DPE can move between communes when re-geocoded).
+ */
+export async function reconstruireDpeCommunes(db: Db, dataset: Dataset): Promise<number> {
+  return transaction(db, async (client) => {
+    await client.query('DELETE FROM marche_dpe WHERE dataset = $1', [dataset]);
+    const { rowCount } = await client.query(
+      `INSERT INTO marche_dpe (dataset, insee, dpe, passoires, dernier_dpe)
+       SELECT $1, d.insee, count(*), count(*) FILTER (WHERE d.etiquette IN ('F', 'G')), max(d.etabli_le)
+         FROM dpe d
+        WHERE d.dataset = $1 AND d.insee IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM dpe r WHERE r.dataset = d.dataset AND r.numero_dpe_remplace = d.numero_dpe)
+        GROUP BY d.insee`,
+      [dataset],
+    );
+    return rowCount ?? 0;
+  });
 }

@@ -5,6 +5,7 @@ import { ApiError, invalidField } from '../errors.ts';
 import { absenceDvf, departementOf } from '../dvf/mutation.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import { ventesCodePostal, ventesCommune } from './ventes.ts';
+import { communeMarche, comparerCommunes } from './commune.ts';
 import { QualiteSchema, servedFromDataset } from '../qualite.ts';
 import {
   bareme,
@@ -153,4 +154,4 @@ export const prixCommune = defineOperation({
 });
 
 /** The Communes market operations, for the catalogue. */
-export const marcheOperations = [prixCommune, ventesCommune, ventesCodePostal];
+export const marcheOperations = [communeMarche, comparerCommunes, prixCommune, ventesCommune, ventesCodePostal];

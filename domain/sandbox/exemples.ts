@@ -106,6 +106,9 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
     },
   ],
   // Abzac: a commune with sales; Paris 11e: an arrondissement; Strasbourg: Alsace-Moselle, empty scale.
+  commune: [{ insee: '33234' }, { insee: '75111' }, { insee: '67482' }],
+  // 99999 is no commune: listed in `introuvables`, not billed.
+  comparer_communes: [{ insee: '33234,33001,99999' }, { insee: '75111,59350' }],
   prix_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
   // Served from the live data (no sandbox): the demonstration territory in the contract test.
   ventes_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
