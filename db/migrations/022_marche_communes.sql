@@ -39,3 +39,28 @@ CREATE TABLE marche_dpe (
   dernier_dpe date,
   PRIMARY KEY (dataset, insee)
 );
+
+-- Reviews of communes by users (avis_zone, avis_zone_publier: domain/marche/avis.ts). Texts are stored as written;
+-- they are served masked (contact details, civility-prefixed names) and never with their author. One review per
+-- account and commune.
+CREATE TABLE avis_communes (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  dataset text COLLATE "C" NOT NULL CHECK (dataset IN ('live', 'sandbox')),
+  insee text COLLATE "C" NOT NULL,
+  compte_id uuid NOT NULL REFERENCES comptes (id) ON DELETE CASCADE,
+  note smallint NOT NULL CHECK (note BETWEEN 1 AND 5),
+  note_rentabilite smallint CHECK (note_rentabilite BETWEEN 1 AND 5),
+  note_qualite_vie smallint CHECK (note_qualite_vie BETWEEN 1 AND 5),
+  note_demande_locative smallint CHECK (note_demande_locative BETWEEN 1 AND 5),
+  note_valorisation smallint CHECK (note_valorisation BETWEEN 1 AND 5),
+  titre text NOT NULL,
+  contenu text NOT NULL,
+  profil text CHECK (profil IN ('proprietaire', 'locataire', 'investisseur', 'professionnel')),
+  verifie boolean NOT NULL DEFAULT false,
+  votes_utiles integer NOT NULL DEFAULT 0,
+  cree_le timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (dataset, compte_id, insee)
+);
+-- The two orders of avis_zone, each a keyset.
+CREATE INDEX avis_communes_utiles ON avis_communes (dataset, insee, votes_utiles DESC, cree_le DESC, id DESC);
+CREATE INDEX avis_communes_recents ON avis_communes (dataset, insee, cree_le DESC, id DESC);

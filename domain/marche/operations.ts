@@ -6,6 +6,7 @@ import { absenceDvf, departementOf } from '../dvf/mutation.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import { ventesCodePostal, ventesCommune } from './ventes.ts';
 import { communeMarche, comparerCommunes } from './commune.ts';
+import { avisZone, avisZonePublier } from './avis.ts';
 import { QualiteSchema, servedFromDataset } from '../qualite.ts';
 import {
   bareme,
@@ -154,4 +155,12 @@ export const prixCommune = defineOperation({
 });
 
 /** The Communes market operations, for the catalogue. */
-export const marcheOperations = [communeMarche, comparerCommunes, prixCommune, ventesCommune, ventesCodePostal];
+export const marcheOperations = [
+  communeMarche,
+  comparerCommunes,
+  prixCommune,
+  ventesCommune,
+  ventesCodePostal,
+  avisZonePublier,
+  avisZone,
+];

@@ -106,6 +106,18 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
     },
   ],
   // Abzac: a commune with sales; Paris 11e: an arrondissement; Strasbourg: Alsace-Moselle, empty scale.
+  avis_zone_publier: [
+    {
+      insee: '33001',
+      note: 4,
+      note_rentabilite: 5,
+      titre: 'Calme et abordable',
+      contenu: 'Bon rendement, écrire à jean@exemple.fr pour visiter.',
+      profil: 'investisseur',
+    },
+  ],
+  // avis_zone_publier comes first in the catalogue: the live key then reads its review (masked).
+  avis_zone: [{ insee: '33001' }, { insee: '33001', tri: 'recents', limite: 1 }],
   commune: [{ insee: '33234' }, { insee: '75111' }, { insee: '67482' }],
   // 99999 is no commune: listed in `introuvables`, not billed.
   comparer_communes: [{ insee: '33234,33001,99999' }, { insee: '75111,59350' }],
