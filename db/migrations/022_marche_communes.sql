@@ -64,3 +64,7 @@ CREATE TABLE avis_communes (
 -- The two orders of avis_zone, each a keyset.
 CREATE INDEX avis_communes_utiles ON avis_communes (dataset, insee, votes_utiles DESC, cree_le DESC, id DESC);
 CREATE INDEX avis_communes_recents ON avis_communes (dataset, insee, cree_le DESC, id DESC);
+
+-- The neighbouring communes of prix_commune's estimate (domain/marche/prix.ts, lireVoisins): a band of latitude read
+-- through this index, then the longitude, instead of every commune of the dataset.
+CREATE INDEX communes_latitude ON communes (dataset, lat) WHERE lat IS NOT NULL;

@@ -44,7 +44,8 @@ export async function lireVoisins(db: Queryable, dataset: Dataset, insee: string
     `SELECT p.code, p.type, p.annee, p.ventes, p.prix_m2_median
        FROM communes c
        JOIN communes v ON v.dataset = c.dataset AND v.insee <> c.insee
-                      AND v.lat BETWEEN c.lat - $3 AND c.lat + $3 AND v.lon BETWEEN c.lon - $4 AND c.lon + $4
+                      AND v.lat IS NOT NULL AND v.lat BETWEEN c.lat - $3 AND c.lat + $3
+                      AND v.lon BETWEEN c.lon - $4 AND c.lon + $4
        JOIN marche_prix p ON p.dataset = c.dataset AND p.niveau = 'commune' AND p.code = v.insee
                          AND p.trimestre = 0 AND p.type <> 'global' AND p.ventes > 0
       WHERE c.dataset = $1 AND c.insee = $2`,
