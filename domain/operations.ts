@@ -6,6 +6,7 @@ import { documentOperations } from './documents/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
 import { estimationOperations } from './estimation/operations.ts';
 import { HUB_OPERATIONS } from './hub/operations.ts';
+import { marcheOperations } from './marche/operations.ts';
 import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
 import { permisOperations } from './urbanisme/permis.ts';
@@ -23,6 +24,7 @@ export const OPERATIONS = [
   ...dvfOperations,
   ...estimationOperations,
   ...HUB_OPERATIONS,
+  ...marcheOperations,
   ...permisOperations,
   ...societesCivilesOperations,
   ...pluOperations,

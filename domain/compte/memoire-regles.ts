@@ -225,6 +225,23 @@ function tiersNomme({ casse }: Vues): boolean {
   return false;
 }
 
+/** The civility pattern on a text as written (accents, capitals): "Mme Dupré" whole, not "Mme Dupr". */
+const CIVILITE_ECRITE = new RegExp(CIVILITE.source.replaceAll("[A-Z][A-Za-z'-]+", "\\p{Lu}[\\p{L}'-]+"), 'gu');
+
+/**
+ * A text served to others as written, but with its e-mail addresses, telephone numbers and civility-prefixed names
+ * (« Mme Dupré », not « rue du Docteur Roux ») replaced by a mark: the same patterns that keep them out of the memory.
+ */
+export function masquerCoordonnees(texte: string): string {
+  return texte
+    .replace(new RegExp(COURRIEL.source, 'gi'), '[courriel masqué]')
+    .replace(new RegExp(TELEPHONE_FR.source, 'g'), '[téléphone masqué]')
+    .replace(new RegExp(TELEPHONE_INTERNATIONAL.source, 'g'), '[téléphone masqué]')
+    .replace(CIVILITE_ECRITE, (nom: string, debut: number, tout: string) =>
+      AVANT_UN_LIEU.test(tout.slice(Math.max(0, debut - 25), debut)) ? nom : '[nom masqué]',
+    );
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Checked in this order: the first category found is the reason given. */

@@ -8,6 +8,7 @@ import {
   type ImportSource,
 } from '../import/source.ts';
 import { createFreshVintages, vintagePartitions, type FreshVintages } from './partitions.ts';
+import { reconstruireMarche } from '../marche/agregats.ts';
 import { LECTEURS, readInWorkers } from './readers.ts';
 import { createWriter, STAGING } from './rows.ts';
 
@@ -155,6 +156,10 @@ export async function importDvf(
         ],
       );
     }
+    // The Communes market's prices are rebuilt for the communes read, once their sales are all there: a reader of
+    // the market never computes over raw sales (domain/marche/agregats.ts).
+    await client.query('RESET synchronous_commit');
+    await reconstruireMarche(client, dataset, lecture.insees);
     options.onProgress?.({ lus: report.lus, gardes: report.gardes });
     return report;
   } finally {

@@ -105,6 +105,26 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
       champs: 'identite.lat,batiment.type,dpe.etiquette,audit.nb,ventes.derniere,ilot.ventes_5a,commune.nom',
     },
   ],
+  // Abzac: a commune with sales; Paris 11e: an arrondissement; Strasbourg: Alsace-Moselle, empty scale.
+  avis_zone_publier: [
+    {
+      insee: '33001',
+      note: 4,
+      note_rentabilite: 5,
+      titre: 'Calme et abordable',
+      contenu: 'Bon rendement, écrire à jean@exemple.fr pour visiter.',
+      profil: 'investisseur',
+    },
+  ],
+  // avis_zone_publier comes first in the catalogue: the live key then reads its review (masked).
+  avis_zone: [{ insee: '33001' }, { insee: '33001', tri: 'recents', limite: 1 }],
+  commune: [{ insee: '33234' }, { insee: '75111' }, { insee: '67482' }],
+  // 99999 is no commune: listed in `introuvables`, not billed.
+  comparer_communes: [{ insee: '33234,33001,99999' }, { insee: '75111,59350' }],
+  prix_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
+  // Served from the live data (no sandbox): the demonstration territory in the contract test.
+  ventes_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
+  ventes_commune_code_postal: [{ code_postal: '33360' }],
   ventes_adresse: [{ cle_ban: '75111_z025_00010' }],
   ventes_adresse_parcelle: [{ id_parcelle: '33001000BP0402' }],
   ventes: [{ insee: '33234' }, { lat: 44.782339, lon: -0.498405, rayon_m: 500, type: 'maison', limite: 5 }],

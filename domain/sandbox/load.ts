@@ -38,8 +38,9 @@ const ETAPES: Etape[] = [
     tables: ['regions', 'departements', 'epci', 'communes'],
   },
   { source: 'ban', module: '../adresses/import-ban.ts', export: 'banSource', tables: ['adresses'] },
+  // marche_prix, made from the sales by the DVF import, is emptied with them (emptyDvf) and rebuilt by it.
   { source: 'dvf', module: '../dvf/import.ts', export: 'dvfSource', tables: ['dvf_mutations', 'dvf_millesimes'] },
-  { source: 'dpe', module: '../dpe/import.ts', export: 'dpeSource', tables: ['dpe', 'dpe_audits'] },
+  { source: 'dpe', module: '../dpe/import.ts', export: 'dpeSource', tables: ['dpe', 'dpe_audits', 'marche_dpe'] },
   { source: 'permis', module: '../urbanisme/import-permis.ts', export: 'permisSource', tables: ['permis'] },
   {
     source: 'sirene',

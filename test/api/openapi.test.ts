@@ -72,7 +72,18 @@ describe('the OpenAPI description', () => {
         operations: Array<Record<string, any> & { tool: string | null; paths: string[] }>;
       };
       const spec = new Map(catalogue.operations.filter((o) => o.tool).map((o) => [o.tool, o]));
+      // Operations the catalogue shows only in part (tool null, `partly_shown`): their tool, price, path and time-out
+      // were decided in the tracker (issue 16: `commune`, and `comparer_communes`, which has no path there) and are
+      // written in their description. What the catalogue does give (path, scope, tier) is still compared.
+      const enPartie = catalogue.operations.filter((o) => o.partly_shown);
+      const DECIDEES = new Map([['comparer_communes', enPartie.find((o) => /comparison/.test(o.what ?? ''))]]);
       for (const op of OPERATIONS) {
+        const partielle =
+          !spec.has(op.tool) && (enPartie.find((o) => o.paths.includes(op.path)) ?? DECIDEES.get(op.tool));
+        if (partielle) {
+          expect({ scope: op.scope, tier: op.tier }, op.tool).toEqual({ scope: partielle.scope, tier: partielle.tier });
+          continue;
+        }
         const s = spec.get(op.tool);
         expect(s, `${op.tool} is in the specification catalogue`).toBeDefined();
         // An operation the specification names only (credits, unit and path "not shown") carries our documented
