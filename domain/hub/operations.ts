@@ -173,6 +173,7 @@ export const conversationsHubQuestion = defineOperation({
   // Each question adds to the thread.
   effect: 'ajout',
   summary: 'Poursuivre une conversation du Hub',
+  errors: ['ressource_absente'],
   description: [
     'Pose une nouvelle question dans une conversation : l’agent reprend le fil (ses derniers messages), l’annonce suivie et le projet de la conversation ; l’échange y est enregistré. Une conversation d’un autre compte répond 404.',
     '',
@@ -238,6 +239,7 @@ export const conversationsHubLire = defineOperation({
   credits: 0,
   timeoutS: 4,
   summary: 'Lire une conversation du Hub',
+  errors: ['ressource_absente'],
   description: `La conversation et ses ${FIL_SERVI} derniers messages au plus, dans l’ordre : questions de l’utilisateur et réponses du Hub, avec les outils sur lesquels chaque réponse repose (nom, entrée, résultat). Une conversation d’un autre compte répond 404.`,
   input: z.object({ id: z.uuid() }),
   output: z.object({
