@@ -26,6 +26,8 @@ const TEXTES = [
   '33063000AB0123',
   '2021-06-15',
   '33063',
+  // A list of communes (comparer_communes: 2 to 10 codes).
+  '33063,33001',
   '33',
   // Never resolves (RFC 6761): a document reading stops at the address, before any task waits for a worker.
   'https://document.invalid/bail.pdf',
