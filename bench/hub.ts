@@ -7,6 +7,7 @@
  * two operations over HTTP. The difference, per model turn, is what the Hub adds: the workflow, the scheduling of
  * its activities, the billing, the storing of the thread and the figure check. Figures go to bench/RESULTS.md.
  */
+import os from 'node:os';
 import OpenAI from 'openai';
 import { startModelServer, type ChatRequestBody, type ModelReply } from '../test/support/model-server.ts';
 import { machine, writeSection } from './results.ts';
@@ -73,6 +74,10 @@ async function main() {
       return performance.now() - t0;
     };
 
+    const chargeAvant = os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' / ');
     for (let i = 0; i < WARM_UP; i += 1) {
       await hub();
       await bare();
@@ -100,6 +105,10 @@ async function main() {
         `at the default level), a model server that answers at once, ${N} questions of ${TOURS} model turns (two tool`,
         `calls: \`ventes_adresse\`, \`faits_adresse\`, then the answer) after ${WARM_UP} of warm-up, alternated with the`,
         'bare loop a client would write: the same three model calls (openai SDK) and the same two operations over HTTP.',
+        `Load average (1 / 5 / 15 min) before the runs: ${chargeAvant}, after them: ${os
+          .loadavg()
+          .map((x) => x.toFixed(1))
+          .join(' / ')}.`,
         '',
         '| path | p50 ms | p95 ms |',
         '| --- | --- | --- |',
