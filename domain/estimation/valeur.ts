@@ -275,20 +275,7 @@ export async function valeurBrute(
       );
       const dedans = rows.filter((l) => containsPoint(iris.geometrie, l.lon!, l.lat!));
       if (dedans.length >= COMMUNE_MIN) {
-        const ventes = dedans.map(indexer);
-        const millesimes = [...new Set(ventes.map((c) => c.millesime))].sort((a, b) => b - a);
-        return {
-          socle: 'iris',
-          nature: 'estime',
-          prix_m2_socle: mediane(ventes.map((c) => c.prix_m2_indexe))!,
-          ventes: ventes.length,
-          rayon_m: null,
-          millesime: millesimes[0] ?? null,
-          comparables: [],
-          millesimes,
-          indexe: indice.size > 0,
-          iris: { code: iris.code, nom: iris.nom },
-        };
+        return { ...echelle('iris', dedans.map(indexer)), iris: { code: iris.code, nom: iris.nom } };
       }
     }
   }
@@ -302,19 +289,23 @@ export async function valeurBrute(
     [dataset, lieu.insee, premier, dernier, avant, type],
   );
   if (rows.length < COMMUNE_MIN) return null;
-  const ventes = rows.map(indexer);
-  const millesimes = [...new Set(ventes.map((c) => c.millesime))].sort((a, b) => b - a);
-  return {
-    socle: 'commune',
-    nature: 'estime',
-    prix_m2_socle: mediane(ventes.map((c) => c.prix_m2_indexe))!,
-    ventes: ventes.length,
-    rayon_m: null,
-    millesime: millesimes[0] ?? null,
-    comparables: [],
-    millesimes,
-    indexe: indice.size > 0,
-  };
+  return echelle('commune', rows.map(indexer));
+
+  /** The level of a scale (IRIS or commune): the median of its indexed sales, no comparable listed. */
+  function echelle(socle: 'iris' | 'commune', ventes: ReturnType<typeof indexer>[]) {
+    const millesimes = [...new Set(ventes.map((c) => c.millesime))].sort((a, b) => b - a);
+    return {
+      socle,
+      nature: 'estime' as const,
+      prix_m2_socle: mediane(ventes.map((c) => c.prix_m2_indexe))!,
+      ventes: ventes.length,
+      rayon_m: null,
+      millesime: millesimes[0] ?? null,
+      comparables: [],
+      millesimes,
+      indexe: indice.size > 0,
+    };
+  }
 }
 
 export interface DemiLargeur {
