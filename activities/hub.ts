@@ -12,8 +12,21 @@ import {
   sourcesDe,
 } from '../domain/hub/agent.ts';
 import { verifierChiffres } from '../domain/hub/chiffres.ts';
-import { ajouterMessage, lireConversation, lireQuestion, type MessageHub } from '../domain/hub/conversations.ts';
-import { PRIX_QUESTION, type AppelFait, type QuestionDemandee, type TourJoue } from '../domain/hub/types.ts';
+import {
+  ajouterMessage,
+  lireConversation,
+  lireQuestion,
+  type ConversationComplete,
+  type MessageHub,
+  type QuestionHub,
+} from '../domain/hub/conversations.ts';
+import {
+  PRIX_QUESTION,
+  type AppelFait,
+  type QuestionDemandee,
+  type TourDemande,
+  type TourJoue,
+} from '../domain/hub/types.ts';
 import type { Invocation } from '../domain/invoke.ts';
 import { debit } from '../domain/platform/ledger.ts';
 import { ModelError, type Model, type ModelMessage, type ModelTool } from '../lib/model.ts';
@@ -69,69 +82,123 @@ async function appelsDe(db: Db, q: Question): Promise<LigneAppel[]> {
   return rows;
 }
 
-/** The turn as written (its calls by rank), or null before the model has played it. */
-async function tourEcrit(db: Db, t: Question & { tour: number }): Promise<TourJoue | null> {
-  const { rows } = await db.query<{ rang: number | null }>(
-    `SELECT a.rang FROM tours_hub t LEFT JOIN appels_hub a USING (conversation_id, numero, tour)
-      WHERE t.conversation_id = $1 AND t.numero = $2 AND t.tour = $3 ORDER BY a.rang`,
-    [t.conversationId, t.numero, t.tour],
-  );
-  if (rows.length === 0) return null;
-  return { appels: rows.flatMap((r) => (r.rang === null ? [] : [{ rang: r.rang }])) };
+/** What concluding a question rests on: the question, its conversation, its calls, what the model was shown. */
+interface Conclusion {
+  question: QuestionHub;
+  conversation: ConversationComplete | null;
+  appels: LigneAppel[];
+  /** The profile and the memory the model was shown (none with `memoire: false`). */
+  donne: unknown[];
+  /** The model's answer. */
+  texte: string;
 }
+
+/** The text of an assistant message as this module writes it (a string, or null beside tool calls). */
+const texteDe = (message: ModelMessage) => (typeof message.content === 'string' ? message.content : '');
+
+/** The calls of a turn, by rank. */
+const joueDe = (appels: LigneAppel[], tour: number): TourJoue => ({
+  appels: appels.filter((a) => a.tour === tour).map((a) => ({ rang: a.rang })),
+});
 
 export function createHubActivities(deps: HubDeps) {
   const { db } = deps;
 
+  /** Writes the question and its user message, and debits its price: once, whatever the retries. */
+  async function ouvrir(q: Question, demande: QuestionDemandee): Promise<void> {
+    await transaction(db, async (client) => {
+      await client.query(
+        `INSERT INTO questions_hub (conversation_id, numero, cle_id, question, options) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT DO NOTHING`,
+        [q.conversationId, q.numero, demande.cleId, demande.question, demande],
+      );
+      await ajouterMessage(client, { ...q, role: 'user', contenu: demande.question });
+      const prix = await debit(client, {
+        organisationId: demande.organisationId,
+        cleId: demande.cleId,
+        genre: 'debit',
+        credits: PRIX_QUESTION,
+        operation: 'question_hub',
+        requete: demande.requete,
+        idempotence: cleQuestion(q),
+      });
+      if (prix.issue === 'credits_insuffisants' || prix.issue === 'plafond_cle') {
+        const detail =
+          prix.issue === 'plafond_cle'
+            ? 'Plafond mensuel de la clé atteint.'
+            : `Il reste ${prix.restants} crédits ; une question en coûte ${PRIX_QUESTION}.`;
+        throw ApplicationFailure.create({ type: prix.issue, message: detail, nonRetryable: true });
+      }
+    });
+  }
+
+  /** The answer checked (every figure against the tools' results and the question), served, settled, recorded. */
+  async function conclure(q: Question, c: Conclusion): Promise<void> {
+    if (c.question.statut !== 'en_cours') return;
+    const appels = c.appels.map((a) => ({
+      outil: a.outil,
+      entree: a.entree,
+      resultat: a.erreur ? null : a.resultat,
+      erreur: a.erreur,
+      credits: a.credits,
+    }));
+    // What the model was given counts as a source too: the context, the profile and the memory it was shown.
+    const verification = verifierChiffres(c.texte, {
+      question: c.question.question,
+      resultats: [...appels.filter((a) => !a.erreur).map((a) => a.resultat), c.conversation?.contexte, ...c.donne],
+    });
+    const sources = sourcesDe(appels);
+    const reussis = appels.filter((a) => !a.erreur).length;
+    await transaction(db, async (client) => {
+      const regle = await client.query<{ debites: number; restants: string }>(
+        'SELECT * FROM svc_regler_question_hub($1, $2, true)',
+        [q.conversationId, q.numero],
+      );
+      const { debites, restants } = regle.rows[0]!;
+      const reponse = {
+        reponse: verification.texte,
+        appels,
+        sources,
+        questions: questionsOuvertes(appels),
+        qualite: {
+          n: reussis,
+          provenance: null,
+          incertitude: null,
+          drapeaux: [],
+          methode:
+            `Réponse rédigée par le modèle ${deps.model?.name ?? ''} à partir de ${reussis} appel(s) d’outils réussi(s). ` +
+            `Chiffres vérifiés par le serveur contre les résultats des outils et la question : ${verification.chiffres} relevé(s), ` +
+            `chiffres_non_verifies ${verification.non_verifies} (marqués dans le texte).`,
+          donnees_du: new Date().toISOString(),
+          source: sources.length > 0 ? sources.join(' ; ') : 'aucun outil appelé',
+        },
+        credits: { debites, restants: Number(restants) },
+      };
+      await client.query(
+        `UPDATE questions_hub SET statut = 'repondue', reponse = $3, credits = $4, repondue_le = now()
+          WHERE conversation_id = $1 AND numero = $2`,
+        [q.conversationId, q.numero, reponse, debites],
+      );
+      await ajouterMessage(client, {
+        ...q,
+        role: 'assistant',
+        contenu: verification.texte,
+        outils: appels.filter((a) => !a.erreur).map((a) => ({ nom: a.outil, entree: a.entree, resultat: a.resultat })),
+      });
+    });
+  }
+
   return {
     /**
-     * Writes the question and its user message, and debits its price: once, whatever the retries (a failure of the
-     * question gives it back).
-     */
-    async ouvrirQuestionHub(args: Question & { demande: QuestionDemandee }): Promise<void> {
-      const { demande } = args;
-      await transaction(db, async (client) => {
-        await client.query(
-          `INSERT INTO questions_hub (conversation_id, numero, cle_id, question, options) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT DO NOTHING`,
-          [args.conversationId, args.numero, demande.cleId, demande.question, demande],
-        );
-        await ajouterMessage(client, { ...args, role: 'user', contenu: demande.question });
-        const prix = await debit(client, {
-          organisationId: demande.organisationId,
-          cleId: demande.cleId,
-          genre: 'debit',
-          credits: PRIX_QUESTION,
-          operation: 'question_hub',
-          requete: demande.requete,
-          idempotence: cleQuestion(args),
-        });
-        if (prix.issue === 'credits_insuffisants' || prix.issue === 'plafond_cle') {
-          const detail =
-            prix.issue === 'plafond_cle'
-              ? 'Plafond mensuel de la clé atteint.'
-              : `Il reste ${prix.restants} crédits ; une question en coûte ${PRIX_QUESTION}.`;
-          throw ApplicationFailure.create({ type: prix.issue, message: detail, nonRetryable: true });
-        }
-      });
-    },
-
-    /**
      * One model turn: the thread, the question, the turns before it with their tools' results, and the tools of
-     * this question. Written once: a retried turn after the model answered serves what it answered.
+     * this question. Written once: a retried turn after the model answered serves what it answered. The first turn
+     * opens the question; a turn that answers (no tool call) concludes it.
      */
-    async tourHub(args: Question & { tour: number; conclure: boolean }): Promise<TourJoue> {
-      const dejaJoue = await tourEcrit(db, args);
-      if (dejaJoue) return dejaJoue;
-      if (!deps.model) {
-        throw ApplicationFailure.create({
-          type: 'modele_non_configure',
-          message: 'Aucun modèle configuré (OPENAI_MODEL).',
-          nonRetryable: true,
-        });
-      }
+    async tourHub(args: TourDemande): Promise<TourJoue> {
+      const { qui } = args;
+      if (args.ouverture) await ouvrir(args, args.ouverture);
       // Independent reads, at once: each is a round trip, and a turn is on every question's path.
-      const [question, conversation, fil, tours, appels] = await Promise.all([
+      const [question, conversation, fil, tours, appels, profil, memoire, candidats] = await Promise.all([
         lireQuestion(db, args.conversationId, args.numero),
         lireConversation(db, args.conversationId),
         db.query<MessageHub>(
@@ -141,10 +208,13 @@ export function createHubActivities(deps: HubDeps) {
           [args.conversationId, args.numero, FIL_VU],
         ),
         db.query<{ tour: number; message: ModelMessage }>(
-          'SELECT tour, message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 AND tour < $3 ORDER BY tour',
+          'SELECT tour, message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 AND tour <= $3 ORDER BY tour',
           [args.conversationId, args.numero, args.tour],
         ),
         appelsDe(db, args),
+        qui.memoire ? lireProfil(db, qui.compteId) : null,
+        qui.memoire ? lireMemoire(db, qui.compteId) : null,
+        deps.outils(qui.cleId),
       ]);
       if (!question || !conversation) {
         throw ApplicationFailure.create({
@@ -153,12 +223,23 @@ export function createHubActivities(deps: HubDeps) {
           nonRetryable: true,
         });
       }
+      const donne = qui.memoire ? [profil, memoire] : [];
+      const dejaJoue = tours.rows.find((t) => t.tour === args.tour);
+      if (dejaJoue) {
+        const joue = joueDe(appels, args.tour);
+        if (joue.appels.length === 0) {
+          await conclure(args, { question, conversation, appels, donne, texte: texteDe(dejaJoue.message) });
+        }
+        return joue;
+      }
+      if (!deps.model) {
+        throw ApplicationFailure.create({
+          type: 'modele_non_configure',
+          message: 'Aucun modèle configuré (OPENAI_MODEL).',
+          nonRetryable: true,
+        });
+      }
       const { demande } = question;
-      const [profil, memoire, candidats] = await Promise.all([
-        demande.memoire ? lireProfil(db, conversation.compteId) : null,
-        demande.memoire ? lireMemoire(db, conversation.compteId) : null,
-        deps.outils(demande.cleId),
-      ]);
       const messages: ModelMessage[] = [
         {
           role: 'system',
@@ -195,53 +276,70 @@ export function createHubActivities(deps: HubDeps) {
         throw ApplicationFailure.create({ type: 'modele_indisponible', message: 'Modèle : réponse vide.' });
       }
       const offerts = new Set(outils.map((o) => o.name));
-      await transaction(db, async (client) => {
-        const message: ModelMessage = {
-          role: 'assistant',
-          content: joue.content,
-          ...(demandes.length > 0
-            ? {
-                tool_calls: demandes.map((c) => ({
-                  id: c.id,
-                  type: 'function' as const,
-                  function: { name: c.name, arguments: c.arguments },
-                })),
-              }
-            : {}),
-        };
-        const ecrit = await client.query(
-          `INSERT INTO tours_hub (conversation_id, numero, tour, message) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-          [args.conversationId, args.numero, args.tour, message],
-        );
-        if (ecrit.rowCount === 0) return;
-        for (const [i, c] of demandes.entries()) {
-          // Arguments are checked here, before anything runs: a tool the question was not offered, or arguments
-          // that are not a JSON object, come back to the model as the call's error, never run, never billed.
-          let entree: unknown = null;
-          let erreur: { code: string; detail: string } | null = null;
-          if (!offerts.has(c.name)) {
-            erreur = {
-              code: 'portee_insuffisante',
-              detail: `L’outil « ${c.name} » n’est pas ouvert à cette question.`,
-            };
-          } else {
-            try {
-              entree = JSON.parse(c.arguments || '{}');
-            } catch {
-              erreur = { code: 'parametres_invalides', detail: 'Arguments illisibles : un objet JSON est attendu.' };
+      const message: ModelMessage = {
+        role: 'assistant',
+        content: joue.content,
+        ...(demandes.length > 0
+          ? {
+              tool_calls: demandes.map((c) => ({
+                id: c.id,
+                type: 'function' as const,
+                function: { name: c.name, arguments: c.arguments },
+              })),
             }
-            if (!erreur && (typeof entree !== 'object' || entree === null || Array.isArray(entree))) {
-              erreur = { code: 'parametres_invalides', detail: 'Arguments : un objet JSON est attendu.' };
-            }
+          : {}),
+      };
+      // Arguments are checked here, before anything runs: a tool the question was not offered, or arguments that
+      // are not a JSON object, come back to the model as the call's error, never run, never billed.
+      const lignes = demandes.map((c, i) => {
+        let entree: unknown = null;
+        let erreur: { code: string; detail: string } | null = null;
+        if (!offerts.has(c.name)) {
+          erreur = { code: 'portee_insuffisante', detail: `L’outil « ${c.name} » n’est pas ouvert à cette question.` };
+        } else {
+          try {
+            entree = JSON.parse(c.arguments || '{}');
+          } catch {
+            erreur = { code: 'parametres_invalides', detail: 'Arguments illisibles : un objet JSON est attendu.' };
           }
-          await client.query(
-            `INSERT INTO appels_hub (conversation_id, numero, tour, rang, appel_id, outil, entree, erreur, fait_le)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::jsonb IS NULL THEN NULL ELSE now() END)`,
-            [args.conversationId, args.numero, args.tour, i + 1, c.id, c.name, JSON.stringify(entree ?? {}), erreur],
-          );
+          if (!erreur && (typeof entree !== 'object' || entree === null || Array.isArray(entree))) {
+            erreur = { code: 'parametres_invalides', detail: 'Arguments : un objet JSON est attendu.' };
+          }
         }
+        return { rang: i + 1, appel_id: c.id, outil: c.name, entree: entree ?? {}, erreur };
       });
-      return (await tourEcrit(db, args))!;
+      // The turn and its calls in one statement (atomic as such): written once, by whichever attempt comes first.
+      const ecrit = await db.query<{ ecrit: number }>(
+        `WITH tour AS (
+           INSERT INTO tours_hub (conversation_id, numero, tour, message) VALUES ($1, $2, $3, $4)
+           ON CONFLICT DO NOTHING RETURNING 1),
+         appels AS (
+           INSERT INTO appels_hub (conversation_id, numero, tour, rang, appel_id, outil, entree, erreur, fait_le)
+           SELECT $1, $2, $3, a.rang, a.appel_id, a.outil, a.entree, a.erreur,
+                  CASE WHEN a.erreur IS NULL THEN NULL ELSE now() END
+             FROM tour, jsonb_to_recordset($5::jsonb) AS a(rang int, appel_id text, outil text, entree jsonb, erreur jsonb))
+         SELECT count(*)::int AS ecrit FROM tour`,
+        [args.conversationId, args.numero, args.tour, message, JSON.stringify(lignes)],
+      );
+      if (ecrit.rows[0]!.ecrit === 0) {
+        // Another attempt wrote this turn first: what it wrote stands.
+        const [relu, tour] = await Promise.all([
+          appelsDe(db, args),
+          db.query<{ message: ModelMessage }>(
+            'SELECT message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 AND tour = $3',
+            [args.conversationId, args.numero, args.tour],
+          ),
+        ]);
+        const ecritAvant = joueDe(relu, args.tour);
+        if (ecritAvant.appels.length === 0) {
+          const texte = tour.rows[0] ? texteDe(tour.rows[0].message) : '';
+          await conclure(args, { question, conversation, appels: relu, donne, texte });
+        }
+        return ecritAvant;
+      }
+      if (lignes.length === 0)
+        await conclure(args, { question, conversation, appels, donne, texte: joue.content ?? '' });
+      return { appels: lignes.map((l) => ({ rang: l.rang })) };
     },
 
     /**
@@ -308,78 +406,6 @@ export function createHubActivities(deps: HubDeps) {
         ],
       );
       return { credits, plafondAtteint: erreur?.code === 'credits_insuffisants' };
-    },
-
-    /** The answer checked (every figure against the tools' results and the question), served, settled, recorded. */
-    async conclureQuestionHub(args: Question): Promise<void> {
-      const [question, dernier, lignes, conversation] = await Promise.all([
-        lireQuestion(db, args.conversationId, args.numero),
-        db.query<{ message: { content: string | null } }>(
-          'SELECT message FROM tours_hub WHERE conversation_id = $1 AND numero = $2 ORDER BY tour DESC LIMIT 1',
-          [args.conversationId, args.numero],
-        ),
-        appelsDe(db, args),
-        lireConversation(db, args.conversationId),
-      ]);
-      if (!question || question.statut !== 'en_cours') return;
-      const texte = dernier.rows[0]?.message.content ?? '';
-      const appels = lignes.map((a) => ({
-        outil: a.outil,
-        entree: a.entree,
-        resultat: a.erreur ? null : a.resultat,
-        erreur: a.erreur,
-        credits: a.credits,
-      }));
-      // What the model was given counts as a source too: the context, the profile and the memory it was shown.
-      const donne =
-        question.demande.memoire && conversation
-          ? await Promise.all([lireProfil(db, conversation.compteId), lireMemoire(db, conversation.compteId)])
-          : [];
-      const verification = verifierChiffres(texte, {
-        question: question.question,
-        resultats: [...appels.filter((a) => !a.erreur).map((a) => a.resultat), conversation?.contexte, ...donne],
-      });
-      const sources = sourcesDe(appels);
-      const reussis = appels.filter((a) => !a.erreur).length;
-      await transaction(db, async (client) => {
-        const regle = await client.query<{ debites: number; restants: string }>(
-          'SELECT * FROM svc_regler_question_hub($1, $2, true)',
-          [args.conversationId, args.numero],
-        );
-        const { debites, restants } = regle.rows[0]!;
-        const reponse = {
-          reponse: verification.texte,
-          appels,
-          sources,
-          questions: questionsOuvertes(appels),
-          qualite: {
-            n: reussis,
-            provenance: null,
-            incertitude: null,
-            drapeaux: [],
-            methode:
-              `Réponse rédigée par le modèle ${deps.model?.name ?? ''} à partir de ${reussis} appel(s) d’outils réussi(s). ` +
-              `Chiffres vérifiés par le serveur contre les résultats des outils et la question : ${verification.chiffres} relevé(s), ` +
-              `chiffres_non_verifies ${verification.non_verifies} (marqués dans le texte).`,
-            donnees_du: new Date().toISOString(),
-            source: sources.length > 0 ? sources.join(' ; ') : 'aucun outil appelé',
-          },
-          credits: { debites, restants: Number(restants) },
-        };
-        await client.query(
-          `UPDATE questions_hub SET statut = 'repondue', reponse = $3, credits = $4, repondue_le = now()
-            WHERE conversation_id = $1 AND numero = $2`,
-          [args.conversationId, args.numero, reponse, debites],
-        );
-        await ajouterMessage(client, {
-          ...args,
-          role: 'assistant',
-          contenu: verification.texte,
-          outils: appels
-            .filter((a) => !a.erreur)
-            .map((a) => ({ nom: a.outil, entree: a.entree, resultat: a.resultat })),
-        });
-      });
     },
 
     /** A failed question: every credit of it given back (its price and its tools'), its error recorded. */

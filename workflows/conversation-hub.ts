@@ -43,10 +43,12 @@ const NON_REESSAYABLES = [
 ];
 
 // Every step of a question is a local activity, run by the worker that runs the workflow, without a round trip
-// through the Temporal server each: a question takes half a dozen steps and several model turns, and as regular
-// activities a question of three turns took 2.5 times as long here (bench/RESULTS.md, "Hub agent overhead"). Each
-// is harmless to repeat (its writes are keyed; a model turn already answered is served from the database), as a
-// local activity cut by a lost worker is run again once the workflow task times out.
+// through the Temporal server each: as regular activities a question of three turns took 2.5 times as long here
+// (bench/RESULTS.md, "Hub agent overhead"). The steps are the model turns and the tool calls, no more: opening the
+// question rides on its first turn and concluding it on the turn that answers, since each step costs the worker
+// several milliseconds of scheduling whatever it does. Each is harmless to repeat (its writes are keyed; a model
+// turn already answered is served from the database), as a local activity cut by a lost worker is run again once
+// the workflow task times out.
 // Steps over the database and the pipeline: quick, retried.
 const etapes = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -105,14 +107,20 @@ async function repondre(
   }
 }
 
-/** The turns of a question and its tool calls, within its cap, then its checked answer. */
+/** The turns of a question and its tool calls, within its cap; the first turn opens it, the one that answers concludes it. */
 async function derouler(question: { conversationId: string; numero: number }, demande: QuestionDemandee) {
-  await etapes.ouvrirQuestionHub({ ...question, demande });
+  const qui = { cleId: demande.cleId, compteId: demande.compteId, memoire: demande.memoire };
   let depense = PRIX_QUESTION;
   let conclure = depense >= demande.plafondCredits;
   for (let tour = 1; ; tour += 1) {
-    const joue = await modele.tourHub({ ...question, tour, conclure: conclure || tour === TOURS_MAX });
-    if (joue.appels.length === 0) break;
+    const joue = await modele.tourHub({
+      ...question,
+      tour,
+      conclure: conclure || tour === TOURS_MAX,
+      qui,
+      ouverture: tour === 1 ? demande : null,
+    });
+    if (joue.appels.length === 0) return;
     // The calls of a turn run one after the other, each within what the cap leaves after the ones before it: a
     // price per element is known only once the result is, and the cap must hold exactly.
     for (const { rang } of joue.appels) {
@@ -122,7 +130,6 @@ async function derouler(question: { conversationId: string; numero: number }, de
     }
     if (depense >= demande.plafondCredits) conclure = true;
   }
-  await etapes.conclureQuestionHub(question);
 }
 
 /**

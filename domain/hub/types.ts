@@ -33,6 +33,22 @@ export interface EtatConversation {
   dernier: number;
 }
 
+/**
+ * A model turn as the workflow asks for it. The first opens the question (its row, its user message, the debit of
+ * its price); the one that answers concludes it (the answer checked, settled, recorded). Who asks comes with every
+ * turn, so that a turn's reads all go out at once.
+ */
+export interface TourDemande {
+  conversationId: string;
+  numero: number;
+  tour: number;
+  /** The model must answer now, with no more tools (cap reached or last turn). */
+  conclure: boolean;
+  qui: Pick<QuestionDemandee, 'cleId' | 'compteId' | 'memoire'>;
+  /** The question itself, on the first turn only (the history carries it once). */
+  ouverture: QuestionDemandee | null;
+}
+
 /** A tool call the model asked for in a turn, by its rank. */
 export interface AppelPrevu {
   rang: number;
