@@ -387,24 +387,14 @@ export function createHubActivities(deps: HubDeps) {
       // What the call cost is what the ledger holds under its key: an attempt that found its debit already written
       // (or an identical answer) is told 0, the ledger knows better.
       const { rows } = await db.query<{ credits: number }>(
-        'SELECT -credits AS credits FROM mouvements WHERE cle_idempotence = $1',
-        [cle],
+        `UPDATE appels_hub a SET resultat = $5, erreur = $6, fait_le = now(),
+                credits = coalesce(-m.credits, 0), cle_debit = m.cle_idempotence
+           FROM (SELECT 1) x LEFT JOIN mouvements m ON m.cle_idempotence = $7
+          WHERE a.conversation_id = $1 AND a.numero = $2 AND a.tour = $3 AND a.rang = $4
+          RETURNING a.credits`,
+        [args.conversationId, args.numero, args.tour, args.rang, JSON.stringify(resultat), erreur, cle],
       );
       const credits = rows[0]?.credits ?? 0;
-      await db.query(
-        `UPDATE appels_hub SET resultat = $5, erreur = $6, credits = $7, cle_debit = $8, fait_le = now()
-          WHERE conversation_id = $1 AND numero = $2 AND tour = $3 AND rang = $4`,
-        [
-          args.conversationId,
-          args.numero,
-          args.tour,
-          args.rang,
-          JSON.stringify(resultat),
-          erreur,
-          credits,
-          rows[0] ? cle : null,
-        ],
-      );
       return { credits, plafondAtteint: erreur?.code === 'credits_insuffisants' };
     },
 
