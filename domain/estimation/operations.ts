@@ -639,7 +639,7 @@ export const estimerBienAffine = defineOperation({
   cacheS: 0,
   timeoutS: 45,
   effect: 'lecture',
-  errors: ['ressource_absente', 'adresse_introuvable', 'commune_introuvable', 'service_indisponible'],
+  errors: ['ressource_absente', 'adresse_introuvable', 'commune_introuvable'],
   input: EstimationChamps.extend({
     photos: z
       .array(PhotoUrl)
