@@ -16,10 +16,10 @@ import { createOutboundHttp } from '../../lib/outbound-http.ts';
 import { startWorker, type RunningWorker } from '../../worker/worker.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import {
+  imagesOf,
   MODEL_SERVER_MODEL,
   promptText,
   startModelServer,
-  type ChatRequestBody,
   type ModelHandler,
   type ModelServer,
 } from '../support/model-server.ts';
@@ -151,19 +151,6 @@ async function restants(organisationId: string): Promise<number> {
   return (await t.admin('GET', `/organisations/${organisationId}/releve`)).body.solde.restants;
 }
 
-/** The images of a chat request, decoded from their data URLs. */
-function imagesOf(body: ChatRequestBody): Buffer[] {
-  return body.messages
-    .filter((m: { role: string }) => m.role === 'user')
-    .flatMap((m: { content: unknown }) => (Array.isArray(m.content) ? m.content : []))
-    .filter((p: { type: string }) => p.type === 'image_url')
-    .map((p: { image_url: { url: string } }) => {
-      const m = /^data:image\/jpeg;base64,(.+)$/.exec(p.image_url.url);
-      expect(m, 'image en data URL JPEG').not.toBeNull();
-      return Buffer.from(m![1], 'base64');
-    });
-}
-
 const reponse = (ajustements: unknown[], vision = { equipements: [] as string[], constats: [] as string[] }) => ({
   json: { ajustements, vision },
 });
@@ -244,7 +231,10 @@ describe('estimer_bien_affine: the model refines, the server keeps it in check',
     expect(salonOriginal.includes(SECRET_EXIF)).toBe(true);
     let recues: Buffer[] = [];
     answer = (body) => {
-      recues = imagesOf(body);
+      recues = imagesOf(body).map((image) => {
+        expect(image.mime).toBe('image/jpeg');
+        return image.bytes;
+      });
       return reponse([{ nature: 'etat', pct: -6, motif: 'Sols à reprendre.', appui: 'Parquet abîmé au salon' }], {
         equipements: ['Cuisine équipée', 'Poêle à bois (valeur 3 000 €)'],
         constats: [
@@ -393,4 +383,29 @@ describe('estimer_bien_affine: the model refines, the server keeps it in check',
     expect(res.json().code).toBe('ressource_absente');
     expect(await debits(org.id)).toEqual([]);
   });
+});
+
+describe('estimer_bien_affine without the task engine', () => {
+  it('serves the deterministic estimate, says why, and debits 10', async () => {
+    const sans = await createTestApp({ operations: estimationOperations as Operation[] });
+    try {
+      await loadSandbox(sans.db, { dataset: 'live' });
+      const org = await sans.organisation({ acces: 'usage' });
+      const appels = model.requests.length;
+      const res = await sans.app.inject({
+        method: 'POST',
+        url: '/api/v1/estimations/affinees',
+        headers: { authorization: `Bearer ${org.cle}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ ...MAISON, description: 'Maison rénovée.' }),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const body = res.json();
+      expect(body.affinage.applique).toBe(false);
+      expect(body.affinage.raison).toMatch(/moteur des tâches.*10 crédits débités au lieu de 30/);
+      expect(body.credits.debites).toBe(10);
+      expect(model.requests.length).toBe(appels);
+    } finally {
+      await sans.close();
+    }
+  }, 120_000);
 });
