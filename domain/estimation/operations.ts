@@ -612,6 +612,7 @@ const DESCRIPTION_AFFINEE = `La même estimation que \`estimer_bien\` (mêmes co
 - **ancrage** : chaque ligne doit s'appuyer sur un extrait recopié de \`description\`, \`qualites\` ou \`equipements\`, ou sur un constat ou un équipement vu sur les photos ; l'extrait (${APPUI_MIN_CARACTERES} lettres ou chiffres au moins, comparé sans accents ni ponctuation, par mots entiers) introuvable, la ligne est **écartée** ; le motif publié cite cet appui ;
 - **plafond total** : la somme de toutes les lignes (barème, lui-même borné à ±${PLAFOND_BAREME_PCT} %, et modèle) est bornée à ±${PLAFOND_TOTAL_PCT} % ; au-delà, les lignes du modèle sont réduites ensemble ;
 - \`constats\` et \`equipements\` de \`vision\` ne portent **ni prix ni pourcentage** : un constat qui donne un montant, un prix ou un pourcentage est retiré.
+
 Tout ce qui est borné, écarté ou retiré est dit dans \`affinage.raison\` et \`limites\`. La valeur, la fourchette (même demi-largeur calibrée), la position du prix demandé et le rendement sur la valeur estimée sont recalculés avec les lignes retenues. \`vision\` est null sans photo.
 
 **Repli** : modèle absent, indisponible, trop lent ou réponse inexploitable (ou moteur des tâches injoignable) : l'estimation déterministe est servie (\`affinage.applique\` false, \`affinage.raison\` dit pourquoi) et **10 crédits** sont débités (le prix de \`estimer_bien\`), pas 30. 30 crédits quand le modèle a répondu, même si le service a écarté toutes ses lignes. Adresse introuvable ou données absentes : mêmes réponses que \`estimer_bien\`, rien n'est débité.`;
