@@ -23,6 +23,7 @@ import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import { createDocumentActivities } from './documents.ts';
+import { createEstimationActivities } from './estimation.ts';
 import { createHubActivities, type HubDeps } from './hub.ts';
 import { createSemaphore, modelFailure, taskRow, type Semaphore } from './shared.ts';
 
@@ -76,6 +77,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createPluActivities(deps, modelSlot),
     ...createDocumentActivities({ ...deps, modelSlot }),
+    ...createEstimationActivities({ ...deps, modelSlot }),
     ...createHubActivities({
       db: deps.db,
       model: deps.model,

@@ -174,6 +174,11 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   input: S;
   /** The payload of a success, without the `credits` block that the pipeline adds. */
   output: z.ZodType<O>;
+  /**
+   * The price of a result when it depends on what was served (estimer_bien_affine falling back to its deterministic
+   * twin costs the twin's price): at most `credits`, which is what admission checks and the description announces.
+   */
+  price?: (output: O) => number;
   /** Number of priced units in a result, for units other than `appel`. */
   units?: (output: O) => number;
   /** Date of the data behind a result (AAAA-MM-JJ or ISO 8601); the time of the response when absent. */
@@ -275,6 +280,7 @@ export function billsItself(operation: Operation): boolean {
 
 /** Credits a result costs, from the operation's price and unit. */
 export function priceOf(operation: Operation, output: unknown): number {
+  if (operation.price) return Math.min(operation.credits, operation.price(output));
   if (operation.unit === 'appel') return operation.credits;
   const units = operation.units?.(output) ?? 0;
   return operation.unit === '10_lignes' ? operation.credits * Math.ceil(units / 10) : operation.credits * units;

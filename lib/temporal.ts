@@ -13,6 +13,7 @@ import { ApiError, ERRORS, type ErrorCode } from '../domain/errors.ts';
 export const WORKFLOW_OF: Record<string, string> = {
   lire_plu: 'lirePlu',
   lire_document: 'lireDocument',
+  estimer_bien_affine: 'estimerBienAffine',
 };
 
 /**

@@ -3,3 +3,4 @@ export { lireDocument } from './lire-document.ts';
 export { lirePlu } from './lire-plu.ts';
 export { livrerWebhook } from './livrer-webhook.ts';
 export { conversationHub } from './conversation-hub.ts';
+export { estimerBienAffine } from './estimer-bien-affine.ts';

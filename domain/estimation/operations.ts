@@ -4,11 +4,24 @@ import { rechercher } from '../adresses/resoudre.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode, isOutreMer } from '../communes.ts';
 import { absenceDvf, departementOf } from '../dvf/mutation.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, type ErrorCode, type FieldError } from '../errors.ts';
 import { loyerCommune, type LoyerCommune, type TypeLogement } from '../loyers/loyers.ts';
 import type { Dataset } from '../platform/sandbox.ts';
-import { QualiteSchema, servedFromDataset } from '../qualite.ts';
-import { ajustementsBareme, BAREME_TEXTE, totalAjustements, type ClasseDpe } from './bareme.ts';
+import { QualiteSchema, servedFromDataset, servedSource } from '../qualite.ts';
+import { runSyncTask, SyncTaskFailed } from '../taches/taches.ts';
+import {
+  APPUI_MIN_CARACTERES,
+  BORNES_TEXTE,
+  LIMITE_CHAMPS_TEXTE_NON_LUS,
+  MAX_PHOTOS,
+  PHOTO_COTE_MAX,
+  PHOTO_MAX_OCTETS,
+  PLAFOND_TOTAL_PCT,
+  repli,
+  VisionSchema,
+  type EstimationAffinee,
+} from './affinage.ts';
+import { ajustementsBareme, BAREME_TEXTE, PLAFOND_BAREME_PCT, totalAjustements, type ClasseDpe } from './bareme.ts';
 import { modelesOperations } from './modeles.ts';
 import { sortieDpe, SortieSchema } from './sortie.ts';
 import {
@@ -41,56 +54,58 @@ const EXPOSITIONS = [
 ] as const;
 const CLASSES = ['A', 'B', 'C', 'D', 'E', 'F', 'G'] as const;
 
+/** The fields of both estimations (estimer_bien_affine adds `photos`). */
+const EstimationChamps = z.object({
+  type: z.enum(['appartement', 'maison']),
+  surface: z.number().min(9).max(2000).describe('Surface habitable (m²), 9-2000.'),
+  adresse: z.string().trim().min(5).max(160).optional().describe('Adresse telle qu’on l’écrit.'),
+  code_postal: z
+    .string()
+    .regex(/^\d{5}$/, 'Code postal : 5 chiffres.')
+    .optional(),
+  insee: z
+    .string()
+    .transform((v) => v.trim().toUpperCase())
+    .pipe(z.string().regex(/^(?:\d{2}|2[AB])\d{3}$/, 'Code INSEE de commune : 5 caractères.'))
+    .optional()
+    .describe('Commune (code INSEE), quand il n’y a pas d’adresse.'),
+  pieces: z.number().int().min(1).max(30).optional(),
+  chambres: z.number().int().min(0).max(20).optional(),
+  etage: z.number().int().min(-1).max(40).optional().describe('0 : rez-de-chaussée.'),
+  etages_immeuble: z.number().int().min(0).max(60).optional(),
+  ascenseur: z.boolean().optional(),
+  terrain_m2: z.number().min(0).max(100_000).optional(),
+  dpe: z.enum(CLASSES).optional(),
+  annee_construction: z.number().int().min(1700).max(2030).optional(),
+  prix_demande: z.number().int().min(10_000).max(50_000_000).optional().describe('Prix demandé (€).'),
+  loyer_pratique: z
+    .number()
+    .gt(0)
+    .max(100_000)
+    .optional()
+    .describe('Loyer mensuel pratiqué (€) ; remplace le loyer estimé.'),
+  etat: z.enum(ETATS).optional(),
+  qualites: z.array(z.string().max(200)).max(20).optional(),
+  description: z.string().max(1200).optional(),
+  exposition: z.enum(EXPOSITIONS).optional(),
+  annexes: z
+    .object({
+      parking: z.number().int().min(0).max(3).optional(),
+      garage: z.boolean().optional(),
+      cave: z.boolean().optional(),
+      balcon_m2: z.number().min(0).max(200).optional(),
+      terrasse_m2: z.number().min(0).max(500).optional(),
+    })
+    .optional(),
+  equipements: z.array(z.string().max(100)).max(60).optional(),
+});
+const lieuDonne = [
+  (e: { adresse?: string; insee?: string }) => e.adresse !== undefined || e.insee !== undefined,
+  { message: 'adresse ou insee est obligatoire.', path: ['adresse'] },
+] as [(e: { adresse?: string; insee?: string }) => boolean, { message: string; path: string[] }];
+
 /** The body of estimer_bien_affine without `photos`; the text fields are accepted, only the scale reads them. */
-export const EstimationInput = z
-  .object({
-    type: z.enum(['appartement', 'maison']),
-    surface: z.number().min(9).max(2000).describe('Surface habitable (m²), 9-2000.'),
-    adresse: z.string().trim().min(5).max(160).optional().describe('Adresse telle qu’on l’écrit.'),
-    code_postal: z
-      .string()
-      .regex(/^\d{5}$/, 'Code postal : 5 chiffres.')
-      .optional(),
-    insee: z
-      .string()
-      .transform((v) => v.trim().toUpperCase())
-      .pipe(z.string().regex(/^(?:\d{2}|2[AB])\d{3}$/, 'Code INSEE de commune : 5 caractères.'))
-      .optional()
-      .describe('Commune (code INSEE), quand il n’y a pas d’adresse.'),
-    pieces: z.number().int().min(1).max(30).optional(),
-    chambres: z.number().int().min(0).max(20).optional(),
-    etage: z.number().int().min(-1).max(40).optional().describe('0 : rez-de-chaussée.'),
-    etages_immeuble: z.number().int().min(0).max(60).optional(),
-    ascenseur: z.boolean().optional(),
-    terrain_m2: z.number().min(0).max(100_000).optional(),
-    dpe: z.enum(CLASSES).optional(),
-    annee_construction: z.number().int().min(1700).max(2030).optional(),
-    prix_demande: z.number().int().min(10_000).max(50_000_000).optional().describe('Prix demandé (€).'),
-    loyer_pratique: z
-      .number()
-      .gt(0)
-      .max(100_000)
-      .optional()
-      .describe('Loyer mensuel pratiqué (€) ; remplace le loyer estimé.'),
-    etat: z.enum(ETATS).optional(),
-    qualites: z.array(z.string().max(200)).max(20).optional(),
-    description: z.string().max(1200).optional(),
-    exposition: z.enum(EXPOSITIONS).optional(),
-    annexes: z
-      .object({
-        parking: z.number().int().min(0).max(3).optional(),
-        garage: z.boolean().optional(),
-        cave: z.boolean().optional(),
-        balcon_m2: z.number().min(0).max(200).optional(),
-        terrasse_m2: z.number().min(0).max(500).optional(),
-      })
-      .optional(),
-    equipements: z.array(z.string().max(100)).max(60).optional(),
-  })
-  .refine((e) => e.adresse !== undefined || e.insee !== undefined, {
-    message: 'adresse ou insee est obligatoire.',
-    path: ['adresse'],
-  });
+export const EstimationInput = EstimationChamps.refine(...lieuDonne);
 type Entree = z.output<typeof EstimationInput>;
 
 const VenteSchema = z.object({
@@ -211,6 +226,7 @@ export const EstimationOutput = z.object({
   calcule_le: z.string(),
 });
 type Sortie = z.infer<typeof EstimationOutput>;
+export type EstimationSortie = Sortie;
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Around the value.
@@ -380,9 +396,7 @@ export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): P
     'Annonces en vente, baisses de prix et retraits : le domaine des annonces ne les tient pas encore ; annonces_en_vente, baisses et retraits sont null.',
   );
   if (e.description || e.qualites?.length || e.equipements?.length) {
-    limites.push(
-      'description, qualites et equipements sont acceptés mais seul le barème s’applique ici ; estimer_bien_affine les lit.',
-    );
+    limites.push(LIMITE_CHAMPS_TEXTE_NON_LUS);
   }
 
   // Rent and yield.
@@ -584,4 +598,130 @@ export const estimerBien = defineOperation({
   }),
 });
 
-export const estimationOperations = [estimerBien, ...modelesOperations];
+// ---------------------------------------------------------------------------------------------------------------------
+// estimer_bien_affine
+// ---------------------------------------------------------------------------------------------------------------------
+
+const DESCRIPTION_AFFINEE = `La même estimation que \`estimer_bien\` (mêmes comparables, barème, fourchette calibrée, loyer, rendement, DPE : voir sa description), **affinée par un modèle de langage** qui lit l'état, les qualités, la description, l'exposition, les annexes, les équipements et les photos du logement. Le service garde le modèle en main : il borne, vérifie et peut toujours répondre sans lui. La requête attend le résultat (45 s au plus). Un calcul envoyé par POST : il ne modifie rien et ne garde rien.
+
+**Photos** (\`photos\`, ${MAX_PHOTOS} liens au plus) : liens publics **https** vers une adresse publique d'Internet (ni réseau privé, ni local, ni réservé), lus pendant l'appel, **redirections non suivies**, ${PHOTO_MAX_OCTETS.toLocaleString('fr-FR')} octets (1,6 Mo) au plus chacune, JPEG, PNG ou WebP **reconnus aux octets** (jamais à l'extension ni au type annoncé). Chaque lien est lu une seule fois ; un même lien donné deux fois est refusé. Chaque photo est redressée, ramenée à ${PHOTO_COTE_MAX} px au plus et réencodée en JPEG, ce qui retire toutes ses métadonnées (EXIF, position GPS), puis donnée au modèle dans la requête elle-même : **jamais stockée** (ni base de données, ni disque, ni historique des tâches) **ni renvoyée**. Un lien qui n'est pas https, vers une adresse privée, trop lourd, absent, redirigé ou qui n'est pas une image répond **400 \`parametres_invalides\`** sur le champ (\`photos[2]\`…), sans débit ; plus de ${MAX_PHOTOS} liens aussi.
+
+**Ce que le modèle propose** : des lignes \`ajustements\` (\`source\` ia) avec \`nature\`, \`pct\`, \`motif\`, et \`vision\` {equipements, constats}. **Ce que le service en garde** :
+- une nature admise, chacune **bornée à son intervalle** : ${BORNES_TEXTE} ; au-delà, la ligne est ramenée à la borne ;
+- une ligne par nature : une nature déjà comptée par le barème (l'état déclaré par exemple) ou déjà donnée est écartée ;
+- **ancrage** : chaque ligne doit s'appuyer sur un extrait recopié de \`description\`, \`qualites\` ou \`equipements\`, ou sur un constat ou un équipement vu sur les photos ; l'extrait (${APPUI_MIN_CARACTERES} lettres ou chiffres au moins, comparé sans accents ni ponctuation, par mots entiers) introuvable, la ligne est **écartée** ; le motif publié cite cet appui ;
+- **plafond total** : la somme de toutes les lignes (barème, lui-même borné à ±${PLAFOND_BAREME_PCT} %, et modèle) est bornée à ±${PLAFOND_TOTAL_PCT} % ; au-delà, les lignes du modèle sont réduites ensemble ;
+- \`constats\` et \`equipements\` de \`vision\` ne portent **ni prix ni pourcentage** : un constat qui donne un montant, un prix ou un pourcentage est retiré.
+
+Tout ce qui est borné, écarté ou retiré est dit dans \`affinage.raison\` et \`limites\`. La valeur, la fourchette (même demi-largeur calibrée), la position du prix demandé et le rendement sur la valeur estimée sont recalculés avec les lignes retenues. \`vision\` est null sans photo.
+
+**Repli** : modèle absent, indisponible, trop lent ou réponse inexploitable (ou moteur des tâches injoignable) : l'estimation déterministe est servie (\`affinage.applique\` false, \`affinage.raison\` dit pourquoi) et **10 crédits** sont débités (le prix de \`estimer_bien\`), pas 30. 30 crédits quand le modèle a répondu, même si le service a écarté toutes ses lignes. Adresse introuvable ou données absentes : mêmes réponses que \`estimer_bien\`, rien n'est débité.`;
+
+const PhotoUrl = z
+  .url({ protocol: /^https$/, error: 'Lien https attendu (URL absolue commençant par https://).' })
+  .max(2000);
+
+export const EstimationAffineeOutput = EstimationOutput.extend({ vision: VisionSchema.nullable() });
+
+/** The failures of the refinement's task that are the deterministic estimate's own refusals. */
+const REFUS_DETERMINISTES = new Set<string>(['adresse_introuvable', 'ressource_absente', 'commune_introuvable']);
+
+export const estimerBienAffine = defineOperation({
+  tool: 'estimer_bien_affine',
+  method: 'POST',
+  path: '/estimations/affinees',
+  summary: 'Estimation d’un logement affinée par un modèle (photos, description), bornée par le service',
+  description: DESCRIPTION_AFFINEE,
+  credits: 30,
+  unit: 'appel',
+  scope: 'estimation',
+  tier: 'usage',
+  sandbox: false,
+  cacheS: 0,
+  timeoutS: 45,
+  effect: 'lecture',
+  errors: ['ressource_absente', 'adresse_introuvable', 'commune_introuvable'],
+  input: EstimationChamps.extend({
+    photos: z
+      .array(PhotoUrl)
+      .max(MAX_PHOTOS, `${MAX_PHOTOS} photos au plus.`)
+      .optional()
+      .describe(`Liens https publics de photos (JPEG, PNG, WebP ; ${MAX_PHOTOS} au plus, 1,6 Mo chacune).`),
+  }).refine(...lieuDonne),
+  output: EstimationAffineeOutput,
+  price: (o: EstimationAffinee) => (o.affinage.applique ? 30 : estimerBien.credits),
+  dataDate: (o: EstimationAffinee) => o.valeur.qualite.donnees_du,
+  async handler(input, ctx): Promise<EstimationAffinee> {
+    const photos = input.photos ?? [];
+    // What can be refused without fetching anything is refused before any task starts or any credit moves.
+    const erreurs: FieldError[] = [];
+    const premier = new Map<string, number>();
+    photos.forEach((url, i) => {
+      const avant = premier.get(url);
+      if (avant === undefined) premier.set(url, i);
+      else
+        erreurs.push({
+          champ: `photos[${i}]`,
+          emplacement: 'corps',
+          message: `Même lien que photos[${avant}] : chaque photo n’est lue qu’une fois.`,
+        });
+    });
+    await Promise.all(
+      photos.map((url, i) =>
+        ctx.services.outbound.checkUrl(url).catch((error: Error) => {
+          erreurs.push({ champ: `photos[${i}]`, emplacement: 'corps', message: `Adresse refusée : ${error.message}` });
+        }),
+      ),
+    );
+    if (erreurs.length > 0) {
+      erreurs.sort((a, b) => a.champ.localeCompare(b.champ, 'fr', { numeric: true }));
+      throw new ApiError(
+        'parametres_invalides',
+        `${erreurs.map((e) => `${e.champ} : ${e.message}`).join(' ')} Rien n’a été lu ni débité.`,
+        { erreurs },
+      );
+    }
+    const { db } = ctx.services;
+    const deterministe = async (raison: string) =>
+      repli(
+        await servedSource(db, 'live', await estimer(db, 'live', input, ctx.services.now())),
+        raison,
+        photos.length,
+      );
+    if (!ctx.services.tasks || !ctx.services.taskEnds) {
+      return deterministe(
+        'Le moteur des tâches n’est pas configuré (TEMPORAL_ADDRESS) : le modèle n’a pas été appelé.',
+      );
+    }
+    try {
+      return await runSyncTask<EstimationAffinee>(
+        { db, engine: ctx.services.tasks, ends: ctx.services.taskEnds },
+        { operation: 'estimer_bien_affine', caller: ctx.caller, input: { ...input }, signal: ctx.signal },
+      );
+    } catch (error) {
+      if (ctx.signal.aborted) throw error;
+      if (!(error instanceof SyncTaskFailed)) {
+        return deterministe('Le moteur des tâches est momentanément injoignable : le modèle n’a pas été appelé.');
+      }
+      const { code, detail } = error.erreur;
+      if (code === 'photo_invalide') {
+        const refus = detail.split('\n').map((ligne) => {
+          const m = /^(photos\[\d+\]) : ([\s\S]*)$/.exec(ligne);
+          return { champ: m?.[1] ?? 'photos', emplacement: 'corps' as const, message: m?.[2] ?? ligne };
+        });
+        throw new ApiError(
+          'parametres_invalides',
+          `${refus.map((e) => `${e.champ} : ${e.message}`).join(' ')} Rien n’a été débité.`,
+          { erreurs: refus },
+        );
+      }
+      if (REFUS_DETERMINISTES.has(code)) throw new ApiError(code as ErrorCode, detail);
+      if (code === 'delai_depasse') {
+        throw new ApiError('delai_depasse', 'L’estimation affinée a dépassé son délai ; rien n’a été débité.');
+      }
+      throw new ApiError('erreur_interne', 'L’estimation affinée a échoué ; rien n’a été débité.');
+    }
+  },
+});
+
+export const estimationOperations = [estimerBien, estimerBienAffine, ...modelesOperations];

@@ -144,6 +144,16 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
     // A flat of Paris 11e known by its commune only: the commune's scale.
     { type: 'appartement', surface: 45, insee: '75111', pieces: 2, etage: 4, ascenseur: true, annexes: { cave: true } },
   ],
+  // The same house read by the model (no photo: `vision` null); the scripted model's lines are checked by the server.
+  estimer_bien_affine: [
+    {
+      type: 'maison',
+      surface: 110,
+      adresse: '11 rue des Pins Latresne',
+      dpe: 'F',
+      description: 'Maison lumineuse, cuisine équipée refaite en 2022, double vitrage.',
+    },
+  ],
   permis_adresse: [{ cle_ban: '33001_z015_00002' }],
   permis_adresse_parcelle: [{ id_parcelle: '33001000AD0397' }],
   societes_civiles: [{ cle_ban: '33001_z003_00012' }],

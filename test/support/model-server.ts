@@ -43,6 +43,20 @@ export function promptText(body: ChatRequestBody): string {
     .join('\n');
 }
 
+/** The images of a chat request's user messages, decoded from their data URLs (what the model was shown). */
+export function imagesOf(body: ChatRequestBody): Array<{ mime: string; bytes: Buffer }> {
+  const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
+  return messages
+    .filter((m) => m.role === 'user' && Array.isArray(m.content))
+    .flatMap((m) => m.content)
+    .filter((part: any) => part?.type === 'image_url' && typeof part.image_url?.url === 'string')
+    .map((part: any) => {
+      const m = /^data:([^;,]+);base64,(.*)$/s.exec(part.image_url.url);
+      if (!m) throw new Error(`Image sans data URL base64 : ${String(part.image_url.url).slice(0, 40)}`);
+      return { mime: m[1], bytes: Buffer.from(m[2], 'base64') };
+    });
+}
+
 /**
  * A scripted OpenAI-compatible server on 127.0.0.1 (random port): POST /v1/chat/completions answers from the queue,
  * then from the handler, else 500; GET /v1/models lists one model. `script` fills the queue or sets the handler.
