@@ -59,7 +59,9 @@ export function registerOperations(
 }
 
 async function send(answer: Invocation, request: FastifyRequest, reply: FastifyReply, services: Services) {
-  const { operation, output, credits } = answer;
+  // The output is read only where the answer needs it (a task's location, another representation): from the response
+  // memory it is parsed back from bytes.
+  const { operation, credits } = answer;
   reply.headers({
     ETag: answer.fingerprint,
     'Svc-Donnees-Du': answer.dataDate,
@@ -74,10 +76,10 @@ async function send(answer: Invocation, request: FastifyRequest, reply: FastifyR
     // Starting a task answers 202 whatever `attendre` did: a client tells an ended task by `tache.statut`, and the
     // envelope then carries `resultat` or `erreur`. Reading a task (GET) answers 200.
     if (request.method === 'POST') {
-      reply.code(202).header('Location', (output as { tache: { resultat_url: string } }).tache.resultat_url);
+      reply.code(202).header('Location', (answer.output as { tache: { resultat_url: string } }).tache.resultat_url);
     }
-  } else if (operation.representation?.wanted(request.headers.accept, output)) {
-    const file = await operation.representation.read(services, output);
+  } else if (operation.representation?.wanted(request.headers.accept, answer.output)) {
+    const file = await operation.representation.read(services, answer.output);
     return reply.code(200).headers(file.headers).send(Buffer.from(file.bytes));
   }
   return reply.type('application/json; charset=utf-8').send(answer.body);

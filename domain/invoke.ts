@@ -143,11 +143,18 @@ async function withTimeout<T>(
 
 /** A result with its serialised payload (without `credits`) and its fingerprint. */
 interface Result {
-  output: unknown;
+  /** The output as the handler returned it; absent in the response memory, which keeps only the bytes. */
+  output?: unknown;
   /** The output as JSON in UTF-8, encoded once: hashed, kept and sent as bytes, never re-encoded per answer. */
   payload: Buffer;
   fingerprint: string;
+  /** Its price in credits, and the date of its data when the operation says it: read from the output once. */
+  price: number;
+  dataDate: string | null;
 }
+
+/** A result's output: as computed, or read back from its bytes when it comes from the response memory. */
+const outputOf = (result: Result): unknown => result.output ?? JSON.parse(result.payload.toString());
 
 // Buffer.from of a long string measures its UTF-8 length in one pass, then encodes in another; encoding once into a
 // buffer that is surely large enough and copying the bytes out costs half as much. (A single non-Latin-1 character,
@@ -165,17 +172,28 @@ function utf8(text: string): Buffer {
 function toResult(operation: Operation, output: unknown): Result {
   const payload = utf8(JSON.stringify(output));
   const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
-  return { output, payload, fingerprint: `"${digest.slice(0, 27)}"` };
+  return {
+    output,
+    payload,
+    fingerprint: `"${digest.slice(0, 27)}"`,
+    price: priceOf(operation, output),
+    dataDate: operation.dataDate?.(output as never) ?? null,
+  };
 }
 
-// The response memory's size, counted in bytes of serialised results (their parsed form costs several times more).
-// Answers asked once and never again (a client walking through new requests) must not fill the heap: beyond this,
-// the oldest go first.
+// The response memory's size, counted in bytes of serialised results: it keeps the bytes alone, not the parsed output
+// (several times their size). Answers asked once and never again (a client walking through new requests) must not
+// fill the heap: beyond this, the oldest go first.
 const RESPONSE_CACHE_BYTES = 16 * 2 ** 20;
+// Requests seen once, remembered (by their id alone) so that a second sight of one lets its result in: a stream of
+// new requests then stores nothing, where keeping each result would churn the memory and its garbage collection for
+// answers nobody asks again. A repeated request is computed twice before it is served from memory.
+const ASKED_MAX = 100_000;
 
 /** Results kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
 function createResponseCache() {
   const entries = new Map<string, { result: Result; until: number }>();
+  const asked = new Set<string>();
   let bytes = 0;
   const drop = (id: string) => {
     const entry = entries.get(id);
@@ -190,9 +208,15 @@ function createResponseCache() {
       if (hit) drop(id);
       return undefined;
     },
-    set(id: string, result: Result, seconds: number) {
+    /** Keeps a result whose request was asked before (else only notes the request). */
+    offer(id: string, result: Result, seconds: number) {
+      if (!asked.delete(id)) {
+        if (asked.size >= ASKED_MAX) asked.clear();
+        asked.add(id);
+        return;
+      }
       drop(id);
-      entries.set(id, { result, until: Date.now() + seconds * 1000 });
+      entries.set(id, { result: { ...result, output: undefined }, until: Date.now() + seconds * 1000 });
       bytes += result.payload.length;
       for (const oldest of entries.keys()) {
         if (bytes <= RESPONSE_CACHE_BYTES) break;
@@ -314,23 +338,26 @@ export function createPipeline(deps: {
         operation.handler(input, { caller, requestId: admission.requestId, idempotencyKey, signal, services }),
       );
       result = toResult(operation, output);
-      if (cacheId) cache.set(cacheId, result, operation.cacheS);
+      if (cacheId) cache.offer(cacheId, result, operation.cacheS);
     }
 
     const now = services.now();
-    const dataDate = operation.dataDate?.(result.output as never) ?? now.toISOString();
+    const dataDate = result.dataDate ?? now.toISOString();
     const unchanged = options.known?.includes(result.fingerprint) ?? false;
     // A task's envelope carries the task's own credits (reserved at its start, settled by the task itself), a Hub
     // question its own (settled by the workflow that answered it).
     const credits: Credits = unchanged
       ? { debites: 0, restants: admission.restants }
       : billsItself(operation)
-        ? (result.output as { credits: Credits }).credits
+        ? (outputOf(result) as { credits: Credits }).credits
         : await bill(admission, result, now.getTime(), options);
     const body = billsItself(operation) ? result.payload : withCredits(result.payload, credits);
+    let output = result.output;
     return {
       operation,
-      output: result.output,
+      get output() {
+        return (output ??= outputOf(result));
+      },
       credits,
       body,
       get json() {
@@ -352,7 +379,7 @@ export function createPipeline(deps: {
     now: number,
     { billingKey, creditCap }: RunOptions,
   ): Promise<Credits> {
-    const price = caller.sandbox ? 0 : priceOf(operation, result.output);
+    const price = caller.sandbox ? 0 : result.price;
     const servedId = `${caller.organisationId}|${result.fingerprint}`;
     if (price === 0 || served.seen(servedId, now)) return { debites: 0, restants };
     if (creditCap !== undefined && price > creditCap) {
