@@ -16,6 +16,15 @@ import { reconstruireSecteurs } from './secteur.ts';
  * `marche_prix` and the reference tables, with the rules of the market sheet (calculerIndicateurs).
  */
 
+/** The tables these rebuilds write, each with a `dataset` column. */
+export const TABLES_MARCHE = [
+  'marche_indicateurs',
+  'marche_classement',
+  'marche_derives',
+  'marche_iris',
+  'marche_secteur',
+] as const;
+
 /** The loan assumption of the cash-flow: documented in palmares_communes's description. */
 export const CREDIT = {
   /** Nominal yearly rate. */
