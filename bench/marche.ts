@@ -209,6 +209,20 @@ async function main() {
     await migrate(db);
     await communesSource.run(db, '-', { sandbox: false, onProgress: () => {} });
     const codes = choisirCommunes();
+    // The administrative split has no centres: made-up ones, the communes of a département within ~30 km of a point
+    // of their own, so that the price scale finds neighbouring communes as in real départements.
+    const g0 = seededRandom(SEED - 1);
+    const points = new Map<string, { lat: number; lon: number }>();
+    for (const code of codes) {
+      const dep = code.startsWith('97') ? code.slice(0, 3) : code.slice(0, 2);
+      if (!points.has(dep)) points.set(dep, { lat: g0.between(43, 50), lon: g0.between(-1.5, 7) });
+      const p = points.get(dep)!;
+      await db.query(`UPDATE communes SET lat = $2, lon = $3 WHERE dataset = 'live' AND insee = $1`, [
+        code,
+        p.lat + g0.between(-0.3, 0.3),
+        p.lon + g0.between(-0.4, 0.4),
+      ]);
+    }
     const { rows: centres } = await db.query<{ insee: string; nom: string; lat: number; lon: number }>(
       `SELECT insee, nom, lat, lon FROM communes WHERE dataset = 'live' AND insee = ANY($1) AND lat IS NOT NULL
         ORDER BY insee`,
@@ -228,8 +242,8 @@ async function main() {
       await db.query(
         `INSERT INTO loyers_communes (dataset, insee, type_logement, edition, commune, loyer_m2, loyer_m2_bas,
                                       loyer_m2_haut, niveau_prediction, nb_obs_commune, nb_obs_maille)
-         VALUES ('live', $1, 'appartement', 2025, $2, $3, $3 * 0.8, $3 * 1.2, 'commune', 100, 1000),
-                ('live', $1, 'maison', 2025, $2, $3 * 0.85, $3 * 0.7, $3, 'commune', 50, 1000)`,
+         VALUES ('live', $1, 'appartement', 2025, $2, $3::float8, $3::float8 * 0.8, $3::float8 * 1.2, 'commune', 100, 1000),
+                ('live', $1, 'maison', 2025, $2, $3::float8 * 0.85, $3::float8 * 0.7, $3::float8, 'commune', 50, 1000)`,
         [c.insee, c.nom, loyer],
       );
       await db.query(
