@@ -113,17 +113,21 @@ export interface LignePrix {
   lignes_maisons: number;
 }
 
-/** Every aggregate of a commune (or a département): one range of the primary key. */
+/**
+ * Every aggregate of a commune (or a département): one range of the primary key. `annuel`: the years only (the
+ * price scale reads no quarter; a quarter of the primary key's range is then skipped in the index).
+ */
 export async function lirePrix(
   db: Queryable,
   dataset: Dataset,
   niveau: 'commune' | 'departement',
   code: string,
+  annuel = false,
 ): Promise<LignePrix[]> {
   const { rows } = await db.query<LignePrix>(
     `SELECT type, annee, trimestre, ventes, prix_m2_median, prix_m2_p25, prix_m2_p75, prix_m2_min, prix_m2_max,
             lignes_appartements, lignes_maisons
-       FROM marche_prix WHERE dataset = $1 AND niveau = $2 AND code = $3
+       FROM marche_prix WHERE dataset = $1 AND niveau = $2 AND code = $3 ${annuel ? 'AND trimestre = 0' : ''}
       ORDER BY type, annee, trimestre`,
     [dataset, niveau, code],
   );

@@ -5,6 +5,7 @@ import type { LoyerCommune, TypeLogement as TypeLoyer } from '../loyers/loyers.t
 import { natureLoyer } from '../loyers/loyers.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import type { LignePrix, TypeLogement } from './agregats.ts';
+import { ARRONDISSEMENTS } from './entrees.ts';
 import { calculerIndicateurs, type Indicateurs, type Sources } from './indicateurs.ts';
 import { reconstruireIris } from './iris.ts';
 import { VOISINAGE, type Voisin } from './prix.ts';
@@ -472,6 +473,8 @@ export async function calculerTout(db: Queryable, dataset: Dataset) {
   const codes = new Set<string>([...parCode.keys(), ...loyersParInsee.keys(), ...dpeDe.keys()]);
   const lignes: Array<{ ligne: LigneIndicateurs; i: Indicateurs }> = [];
   for (const insee of codes) {
+    // Paris, Lyon and Marseille are read by arrondissement: the city's own code (a rent file may list it) is not ranked.
+    if (ARRONDISSEMENTS[insee]) continue;
     const commune = communeByCode(insee);
     const propres = parCode.get(insee) ?? [];
     if (!commune && propres.length === 0) continue;
