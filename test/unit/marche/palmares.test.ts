@@ -151,6 +151,27 @@ describe('palmares_communes in the sandbox', () => {
     expect((await get('/communes/palmares?indicateur=inconnu')).status).toBe(400);
   });
 
+  it('pinel-a keeps the communes of zones A bis and A; peu-de-passoires needs no sale but 10 DPE', async () => {
+    const tous = (await get('/communes/palmares?indicateur=meilleur-rendement&transactions_min=0')).body
+      .donnees as Array<Donnee & { zone_abc: string | null }>;
+    const pinel = await get('/communes/palmares?indicateur=pinel-a&transactions_min=0');
+    expect(pinel.body.filtres_appliques).toContain('zone A/B/C : Abis ou A');
+    const attendues = tous.filter((d) => d.zone_abc === 'Abis' || d.zone_abc === 'A').map((d) => d.insee);
+    expect(attendues.length).toBeGreaterThan(0);
+    expect(pinel.body.donnees.map((d: Donnee) => d.insee).sort()).toEqual(attendues.sort());
+    const passoires = await get('/communes/palmares?indicateur=peu-de-passoires');
+    expect(passoires.body.filtres_appliques).toEqual(['au moins 10 DPE']);
+    const valeurs = passoires.body.donnees.map((d: Donnee & { passoires_dpe_fg_pct: number }) => {
+      expect(d.valeur_indicateur).toBe(d.passoires_dpe_fg_pct);
+      return d.valeur_indicateur;
+    });
+    expect(valeurs.length).toBeGreaterThan(0);
+    expect(valeurs).toEqual([...valeurs].sort((a: number, b: number) => a - b));
+    // Strasbourg has no sale (Alsace-Moselle) but its DPE: ranked here, nowhere a price is needed.
+    expect(passoires.body.donnees.map((d: Donnee) => d.insee)).toContain('67482');
+    expect(tous.map((d) => d.insee)).not.toContain('67482');
+  });
+
   it('sous-evaluees: only communes priced below the model, the most under first, the model in methode', async () => {
     const { body } = await get('/communes/palmares?indicateur=sous-evaluees&transactions_min=0');
     expect(body.status ?? 200).toBe(200);
