@@ -77,8 +77,8 @@ const CARIGNAN = [
 
 /**
  * Sales of Bordeaux (33063) in 2022 (fictitious) whose DVF lines are not one per dwelling: a house written on three
- * lines beside three land subdivisions, a flat sold with its cellar, a block of three flats (three lots), and an
- * exchange of a house.
+ * lines beside three land subdivisions, a flat sold with its cellar, a block of three flats (three lots), an
+ * exchange of a house, and a house sold with a flat.
  */
 const BORDEAUX: Array<{
   id: string;
@@ -111,6 +111,9 @@ const BORDEAUX: Array<{
     parcelle: 3,
   })),
   { id: '2022-810004', date: '2022-09-01', type: 'Maison', surface: '100', nature: 'Echange', parcelle: 4 },
+  // A house and a flat sold together: one row of each type.
+  { id: '2022-810005', date: '2022-10-01', type: 'Maison', surface: '80', parcelle: 5 },
+  { id: '2022-810005', date: '2022-10-01', type: 'Appartement', surface: '30', lot: '1', parcelle: 5 },
 ];
 
 beforeAll(async () => {
@@ -241,7 +244,7 @@ describe('ventes_commune: velocity', () => {
     const { status, body } = await get('/communes/33063/ventes');
     expect(status, JSON.stringify(body)).toBe(200);
     expect(body.velocite.par_annee).toEqual([{ annee: 2022, ventes: logements.size }]);
-    // Neither the mutations (3) nor the lines of dwellings (8): 5 dwellings.
+    // Neither the mutations (4) nor the lines of dwellings (10): 7 dwellings.
     expect(logements.size).not.toBe(mutations.size);
     expect(logements.size).toBeLessThan(BORDEAUX.filter((v) => v.type !== 'Dépendance').length - 1);
     // The price counts the plain one-dwelling sales only: the house and the flat with its cellar.
