@@ -1,4 +1,5 @@
 import { reconstruireDpeCommunes } from '../marche/agregats.ts';
+import { reconstruireDerives } from '../marche/derives.ts';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { PoolClient } from 'pg';
@@ -1120,6 +1121,7 @@ export async function importDpe(db: Db, source: string, options: DpeImportOption
   const liees = await lierAudits(db, dataset);
   // The Communes market reads the share of F and G labels per commune from its aggregate, never from raw DPE.
   await reconstruireDpeCommunes(db, dataset);
+  await reconstruireDerives(db, dataset);
   const c = report.format === 'csv_audit' ? report.audits : report.dpe;
   const libelle = {
     xml: 'DPE XML (observatoire ADEME)',

@@ -9,6 +9,7 @@ import {
 } from '../import/source.ts';
 import { createFreshVintages, vintagePartitions, type FreshVintages } from './partitions.ts';
 import { reconstruireMarche } from '../marche/agregats.ts';
+import { reconstruireDerives } from '../marche/derives.ts';
 import { LECTEURS, readInWorkers } from './readers.ts';
 import { createWriter, STAGING } from './rows.ts';
 
@@ -160,6 +161,8 @@ export async function importDvf(
     // the market never computes over raw sales (domain/marche/agregats.ts).
     await client.query('RESET synchronous_commit');
     await reconstruireMarche(client, dataset, lecture.insees);
+    // Then the rankings, comparisons, quarter prices and pre-market, which read those prices (domain/marche/derives.ts).
+    await reconstruireDerives(client, dataset);
     options.onProgress?.({ lus: report.lus, gardes: report.gardes });
     return report;
   } finally {

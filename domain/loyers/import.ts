@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { reconstruireDerives } from '../marche/derives.ts';
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../../db/client.ts';
 import { codeInsee, csvRecords, lignesDeDonnees, nombre, separateurDe, texte } from '../import/csv.ts';
@@ -357,6 +358,8 @@ export async function importLoyers(
       await importerFichier(client, fichier, dataset, report, rejeterDuFichier, options.onProgress);
     }
   });
+  // Yields, cash-flows and the expected-price model of the Communes market read the rents (domain/marche/derives.ts).
+  await reconstruireDerives(db, dataset);
   return report;
 }
 

@@ -6,6 +6,16 @@ import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import { indicateurs, METHODE_RENDEMENT, METHODE_SCORE, type Indicateurs } from './indicateurs.ts';
 import { PRIOR_VENTES, SEUIL_MESURE, SOURCE_DVF } from './prix.ts';
 import type { TypeLogement } from './agregats.ts';
+import type { LigneIndicateurs } from './derives.ts';
+import {
+  decrireModele,
+  IndicateursCommuneSchema,
+  ligneVide,
+  lireDerives,
+  METHODE_INDICATEURS,
+  sortieIndicateurs,
+  type IndicateursCommune,
+} from './palmares.ts';
 
 /** The commune market sheet (`commune`) and the comparison of communes (`comparer_communes`). */
 
@@ -157,49 +167,7 @@ export const communeMarche = defineOperation({
 // Comparison.
 // -----------------------------------------------------------------------------------------------------------------
 
-const IndicateursCommune = z.object({
-  insee: z.string(),
-  commune: z.string().nullable(),
-  code_postal: z.string().nullable(),
-  departement: z.string(),
-  region: z.string().nullable(),
-  population: nul(z.number().int()),
-  transactions: z.number().int(),
-  prix_m2_appartement: nul(z.number()),
-  prix_m2_maison: nul(z.number()),
-  loyer_m2_predit: nul(z.number()),
-  rendement_brut_appartement_pct: nul(z.number()),
-  rendement_brut_maison_pct: nul(z.number()),
-  prix_residuel_pct: nul(z.number()),
-  evolution_3_ans_pct: nul(z.number()),
-  passoires_dpe_fg_pct: nul(z.number()),
-  zone_abc: z.string().nullable(),
-  score_attractivite: nul(z.number()),
-});
-type IndicateursSortie = z.infer<typeof IndicateursCommune>;
-
-export function ligneIndicateurs(i: Indicateurs): IndicateursSortie {
-  return {
-    insee: i.insee,
-    commune: i.commune?.nom ?? null,
-    code_postal: i.commune?.codesPostaux[0] ?? null,
-    departement: i.commune?.departement ?? i.insee.slice(0, 2),
-    region: i.commune?.region ?? null,
-    population: i.commune?.population ?? null,
-    transactions: i.transactions,
-    prix_m2_appartement: i.prix.appartement?.prix_m2 ?? null,
-    prix_m2_maison: i.prix.maison?.prix_m2 ?? null,
-    loyer_m2_predit: i.loyers.appartement?.loyer_m2 ?? i.loyers.maison?.loyer_m2 ?? null,
-    rendement_brut_appartement_pct: i.rendement.appartement,
-    rendement_brut_maison_pct: i.rendement.maison,
-    // The model of the communes' expected price (sous-evaluees) comes with palmares_communes: not yet served.
-    prix_residuel_pct: null,
-    evolution_3_ans_pct: i.evolution3Ans,
-    passoires_dpe_fg_pct: i.dpe?.passoires_pct ?? null,
-    zone_abc: i.zone,
-    score_attractivite: i.score,
-  };
-}
+type IndicateursSortie = IndicateursCommune;
 
 const MEILLEURES = {
   prix_appartement_le_plus_bas: ['prix_m2_appartement', 'min'],
@@ -230,7 +198,7 @@ export function meilleures(communes: IndicateursSortie[]) {
 }
 
 const ComparaisonOutput = z.object({
-  communes: z.array(IndicateursCommune),
+  communes: z.array(IndicateursCommuneSchema),
   meilleure_par_indicateur: z.object(
     Object.fromEntries(Object.keys(MEILLEURES).map((k) => [k, z.string().nullable()])) as Record<
       keyof typeof MEILLEURES,
@@ -247,11 +215,11 @@ const DESCRIPTION_COMPARAISON = `Compare 2 à 10 communes sur les indicateurs de
 
 **Décisions** (la spécification laisse chemin, outil et paramètres ouverts).
 - \`GET /communes/comparaison?insee=<2 à 10 codes INSEE séparés par des virgules>\`, outil \`comparer_communes\`, **1 crédit par commune trouvée**, portée territoire, accès usage, bac à sable oui, mémoire 6 h, 6 s. Un code répété compte une fois.
-- \`communes\` : dans l'ordre demandé, les indicateurs de palmares_communes pour chaque commune trouvée (sans rang ni valeur d'indicateur). \`loyer_m2_predit\` : celui des appartements, à défaut des maisons. \`prix_residuel_pct\` : null tant que le modèle de prix attendu de palmares_communes (sous-evaluees) n'est pas servi.
+- \`communes\` : dans l'ordre demandé, les indicateurs de palmares_communes pour chaque commune trouvée (sans rang ni valeur d'indicateur), lus sur la même table précalculée (une lecture indexée). \`loyer_m2_predit\` : celui des appartements, à défaut des maisons. Une commune du découpage administratif sans aucune donnée est trouvée, indicateurs null.
 - \`introuvables\` : les codes qu'aucune commune n'a (ni au découpage administratif ni dans les agrégats), sans débit. Aucun code trouvé : 404 \`commune_introuvable\`.
 - \`meilleure_par_indicateur\` : pour chaque indicateur, le code INSEE de la commune la meilleure parmi celles qui l'ont (prix le plus bas, rendement, évolution et score les plus hauts, part de passoires la plus faible ; à égalité, la première demandée), null si aucune ne l'a. \`score_svc_le_plus_haut\` lit \`score_attractivite\`. Paris, Lyon, Marseille : par arrondissement.
 
-${METHODE_RENDEMENT}. ${METHODE_SCORE}`;
+${METHODE_INDICATEURS}.`;
 
 export const comparerCommunes = defineOperation({
   tool: 'comparer_communes',
@@ -283,26 +251,31 @@ export const comparerCommunes = defineOperation({
   units: (o) => o.communes.length,
   dataDate: (o) => o.donnees_du,
   handler: servedFromDataset(async (e, ctx, dataset) => {
-    const lus = await Promise.all(
-      e.insee.map((code) => (ARRONDISSEMENTS[code] ? null : indicateurs(ctx.services.db, dataset, code))),
-    );
-    const trouvees = lus.filter((i): i is Indicateurs => i !== null);
+    // One indexed read of the precomputed indicators (the rows palmares_communes ranks), and what the rebuild measured.
+    const [{ rows }, derives] = await Promise.all([
+      ctx.services.db.query<LigneIndicateurs>(
+        'SELECT * FROM marche_indicateurs WHERE dataset = $1 AND insee = ANY($2::text[])',
+        [dataset, e.insee],
+      ),
+      lireDerives(ctx.services.db, dataset),
+    ]);
+    const parInsee = new Map(rows.map((r) => [r.insee, r]));
+    // A commune the administrative split knows but no data has is found, every indicator null.
+    const lus = e.insee.map((code) => (ARRONDISSEMENTS[code] ? null : (parInsee.get(code) ?? ligneVide(code))));
+    const trouvees = lus.filter((l): l is LigneIndicateurs => l !== null);
     if (trouvees.length === 0) {
       throw new ApiError(
         'commune_introuvable',
         'Aucun des codes demandés n’est une commune connue ; rien n’est débité.',
       );
     }
-    const communes = trouvees.map(ligneIndicateurs);
-    const donneesDu = trouvees.reduce<string | null>(
-      (d, i) => (i.donneesDu !== null && (d === null || i.donneesDu > d) ? i.donneesDu : d),
-      null,
-    );
+    const communes = trouvees.map(sortieIndicateurs);
+    const donneesDu = derives.donnees_du;
     return {
       communes,
       meilleure_par_indicateur: meilleures(communes),
       introuvables: e.insee.filter((_, k) => lus[k] === null),
-      methode: `${METHODE_RENDEMENT}. ${METHODE_SCORE}`,
+      methode: `${METHODE_INDICATEURS}. Modèle de prix attendu : ${decrireModele(derives.modele_prix)}.`,
       donnees_du: donneesDu,
       qualite: {
         n: communes.length,

@@ -5,7 +5,7 @@ import { loyersCommune, type LoyerCommune, type TypeLogement as TypeLoyer } from
 import type { Dataset } from '../platform/sandbox.ts';
 import { zoneAbc } from '../zonage-abc/zone.ts';
 import type { TypeLogement } from './agregats.ts';
-import { bareme, evolution, lireMarche, TYPES_LOGEMENT, type ItemBareme } from './prix.ts';
+import { bareme, evolution, lireMarche, TYPES_LOGEMENT, type ItemBareme, type Marche } from './prix.ts';
 
 /**
  * The indicators of a commune shared by its market sheet (`commune`), the comparison and the rankings: each read from
@@ -20,6 +20,8 @@ export interface Indicateurs {
   loyers: Partial<Record<TypeLoyer, LoyerCommune>>;
   rendement: Record<TypeLogement, number | null>;
   transactions: number;
+  /** Sales counted in the price over the commune's latest 3 years of sales. */
+  transactions3Ans: number;
   evolution3Ans: number | null;
   tendance: 'hausse' | 'baisse' | 'stable' | null;
   dpe: { n: number; passoires_pct: number | null; dernier: string | null } | null;
@@ -57,6 +59,14 @@ export function scoreAttractivite(
   return parts.length ? Math.round((parts.reduce((s, p) => s + p, 0) / parts.length) * 10) / 10 : null;
 }
 
+/** What the indicators of one commune are computed from: each read from an aggregate or a reference table. */
+export interface Sources {
+  marche: Marche;
+  loyers: Partial<Record<TypeLoyer, LoyerCommune>>;
+  zone: string | null;
+  dpe: { dpe: number; passoires: number; dernier: string | null } | undefined;
+}
+
 /** The commune's indicators, or null when neither the administrative split nor the aggregates know the code. */
 export async function indicateurs(db: Queryable, dataset: Dataset, insee: string): Promise<Indicateurs | null> {
   const commune = communeByCode(insee);
@@ -72,6 +82,16 @@ export async function indicateurs(db: Queryable, dataset: Dataset, insee: string
     ),
   ]);
   if (!commune && marche.lignes.length === 0) return null;
+  return calculerIndicateurs(insee, { marche, loyers, zone: zone?.zone ?? null, dpe: dpe.rows[0] });
+}
+
+/**
+ * The indicators of a commune from its sources: the market sheet reads them one commune at a time, the rebuild of
+ * the rankings (derives.ts) for every commune at once, with the same rules.
+ */
+export function calculerIndicateurs(insee: string, { marche, loyers, zone, dpe: d }: Sources): Indicateurs {
+  const commune = communeByCode(insee);
+  const departement = commune?.departement ?? departementOf(insee);
   const absence = absenceDvf(departement);
   const items = absence ? [] : bareme(marche, TYPES_LOGEMENT, marche.donneesDu);
   const dernier = (type: TypeLogement) => items.filter((i) => i.type === type && i.prix_m2 !== null).at(-1) ?? null;
@@ -83,7 +103,6 @@ export async function indicateurs(db: Queryable, dataset: Dataset, insee: string
   };
   const rendement = { appartement: rendementDe('appartement'), maison: rendementDe('maison') };
   const evo = absence ? null : evolution(marche, marche.donneesDu);
-  const d = dpe.rows[0];
   const passoires = d && d.dpe > 0 ? Math.round((d.passoires / d.dpe) * 1000) / 10 : null;
   const evolution3Ans = evo?.global.trois_ans ?? null;
   return {
@@ -93,11 +112,12 @@ export async function indicateurs(db: Queryable, dataset: Dataset, insee: string
     loyers,
     rendement,
     transactions: evo?.transactions_annee_recente ?? 0,
+    transactions3Ans: evo?.transactions_3_ans ?? 0,
     evolution3Ans,
     tendance:
       evo?.global.trois_ans == null ? null : evolution3Ans! > 5 ? 'hausse' : evolution3Ans! < -5 ? 'baisse' : 'stable',
     dpe: d ? { n: d.dpe, passoires_pct: passoires, dernier: d.dernier } : null,
-    zone: zone?.zone ?? null,
+    zone,
     donneesDu: marche.donneesDu,
     score: scoreAttractivite(rendement.appartement ?? rendement.maison, evolution3Ans, passoires),
     absence,

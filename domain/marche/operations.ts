@@ -7,6 +7,9 @@ import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import { ventesCodePostal, ventesCommune } from './ventes.ts';
 import { communeMarche, comparerCommunes } from './commune.ts';
 import { avisZone, avisZonePublier } from './avis.ts';
+import { prixIris, prixIrisCommune } from './iris.ts';
+import { palmaresCommunes } from './palmares.ts';
+import { secteur } from './secteur.ts';
 import { QualiteSchema, servedFromDataset } from '../qualite.ts';
 import {
   bareme,
@@ -158,7 +161,11 @@ export const prixCommune = defineOperation({
 export const marcheOperations = [
   communeMarche,
   comparerCommunes,
+  palmaresCommunes,
   prixCommune,
+  prixIris,
+  prixIrisCommune,
+  secteur,
   ventesCommune,
   ventesCodePostal,
   avisZonePublier,

@@ -79,8 +79,8 @@ export interface Marche {
 
 export async function lireMarche(db: Queryable, dataset: Dataset, insee: string, departement: string): Promise<Marche> {
   const [lignes, dep, voisins, date] = await Promise.all([
-    lirePrix(db, dataset, 'commune', insee),
-    lirePrix(db, dataset, 'departement', departement),
+    lirePrix(db, dataset, 'commune', insee, true),
+    lirePrix(db, dataset, 'departement', departement, true),
     lireVoisins(db, dataset, insee),
     db.query<{ d: string | null }>(
       `SELECT to_char(max(derniere_mutation), 'YYYY-MM-DD') AS d FROM dvf_millesimes WHERE dataset = $1`,

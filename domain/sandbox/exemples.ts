@@ -122,6 +122,17 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   // 99999 is no commune: listed in `introuvables`, not billed.
   comparer_communes: [{ insee: '33234,33001,99999' }, { insee: '75111,59350' }],
   prix_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
+  // The acceptance ranking of the issue; a ranking read page by page; one with every filter.
+  palmares_communes: [
+    { indicateur: 'prix-bas', departement: '33' },
+    { indicateur: 'rendement-locatif', limite: 2, transactions_min: 0 },
+    { indicateur: 'peu-de-passoires', region: 'Nouvelle-Aquitaine', population_min: 1000 },
+    { indicateur: 'sous-evaluees' },
+  ],
+  prix_iris: [{ code_iris: '332340000' }, { code_iris: '332340000', geometrie: 'true' }],
+  prix_iris_commune: [{ insee: '33234' }, { insee: '75111', geometrie: 'true' }],
+  // Served from the live data (no sandbox): the demonstration territory in the contract test.
+  secteur: [{ cp: '59000' }, { cp: '33360', detail: 'true' }],
   // Served from the live data (no sandbox): the demonstration territory in the contract test.
   ventes_commune: [{ insee: '33001' }, { insee: '75111', type: 'appartement' }, { insee: '67482' }],
   ventes_commune_code_postal: [{ code_postal: '33360' }],

@@ -7,6 +7,7 @@ import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
 import { emptyDvf } from '../dvf/partitions.ts';
 import { backtestEstimation, TABLES_DERIVEES } from '../estimation/backtest.ts';
+import { TABLES_MARCHE } from '../marche/derives.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../qualite.ts';
 import { generateSandbox, SANDBOX_SEED, type SandboxSource } from './generate.ts';
@@ -96,6 +97,8 @@ export async function clearDemonstration(db: Db, log: (line: string) => void = (
     }
     // What the backtest derived from the demonstration's sales: the real data are measured by `npm run modeles`.
     for (const table of TABLES_DERIVEES) await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
+    // The Communes market's rankings, quarters and pre-market made from them: rebuilt by the next import.
+    for (const table of TABLES_MARCHE) await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
     await client.query('DELETE FROM parametres WHERE nom = $1', [PARAMETRE_DEMONSTRATION]);
   });
   forgetServedSource(db);

@@ -1,4 +1,5 @@
 import proj4 from 'proj4';
+import { reconstruireDerives } from '../marche/derives.ts';
 import type { Db } from '../../db/client.ts';
 import { isInseeCode } from '../communes.ts';
 import { codePadded } from '../import/csv.ts';
@@ -183,6 +184,8 @@ export async function importIris(db: Db, file: string, options: DatasetImportOpt
   }
   const ecriture = await lots.terminer();
   report.details.push(ligneEcriture('IRIS', report.gardes, ecriture), `communes : ${communes.size}`);
+  // The quarter prices of the Communes market are made from these outlines (domain/marche/iris.ts).
+  await reconstruireDerives(db, dataset);
   return report;
 }
 

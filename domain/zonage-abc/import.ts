@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { reconstruireDerives } from '../marche/derives.ts';
 import { transaction, type Db } from '../../db/client.ts';
 import { codeInsee, csvRecords, lignesDeDonnees, separateurDe, texte } from '../import/csv.ts';
 import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
@@ -211,6 +212,8 @@ export async function importZonageAbc(db: Db, file: string, options: DatasetImpo
     `par zone : ${ZONES_ABC.map((z) => `${z} ${parZone.get(z) ?? 0}`).join(', ')}`,
     ...(colonnes.reclassement === null ? [] : [`reclassées par cette édition : ${reclassees}`]),
   );
+  // The pinel-a ranking of the Communes market reads the zones (domain/marche/derives.ts).
+  await reconstruireDerives(db, dataset);
   return report;
 }
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operation } from '../../../domain/catalogue.ts';
 import { importDvf } from '../../../domain/dvf/import.ts';
 import { reconstruireDpeCommunes } from '../../../domain/marche/agregats.ts';
+import { reconstruireDerives } from '../../../domain/marche/derives.ts';
 import { marcheOperations } from '../../../domain/marche/operations.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 
@@ -46,6 +47,8 @@ beforeAll(async () => {
     );
   }
   await reconstruireDpeCommunes(t.db, 'live');
+  // What the DPE, rent and zoning importers do after their import: the rankings' and comparisons' table.
+  await reconstruireDerives(t.db, 'live');
 });
 afterAll(async () => {
   await t?.close();

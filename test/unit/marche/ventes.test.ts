@@ -75,6 +75,47 @@ const CARIGNAN = [
   { id: '2023-800006', date: '2023-12-10', valeur: '200000', surface: '80', type: 'Maison' },
 ];
 
+/**
+ * Sales of Bordeaux (33063) in 2022 (fictitious) whose DVF lines are not one per dwelling: a house written on three
+ * lines beside three land subdivisions, a flat sold with its cellar, a block of three flats (three lots), an
+ * exchange of a house, and a house sold with a flat.
+ */
+const BORDEAUX: Array<{
+  id: string;
+  date: string;
+  type: string;
+  surface: string;
+  parcelle: number;
+  nature?: string;
+  lot?: string;
+  culture?: string;
+  terrain?: string;
+}> = [
+  ...['S', 'J', 'AG'].map((culture, k) => ({
+    id: '2022-810001',
+    date: '2022-03-01',
+    type: 'Maison',
+    surface: '90',
+    culture,
+    terrain: String(100 * (k + 1)),
+    parcelle: 1,
+  })),
+  { id: '2022-810002', date: '2022-04-01', type: 'Appartement', surface: '45', lot: '7', parcelle: 2 },
+  { id: '2022-810002', date: '2022-04-01', type: 'Dépendance', surface: '', lot: '107', parcelle: 2 },
+  ...['12', '13', '14'].map((lot, k) => ({
+    id: '2022-810003',
+    date: '2022-06-01',
+    type: 'Appartement',
+    surface: String(30 + k),
+    lot,
+    parcelle: 3,
+  })),
+  { id: '2022-810004', date: '2022-09-01', type: 'Maison', surface: '100', nature: 'Echange', parcelle: 4 },
+  // A house and a flat sold together: one row of each type.
+  { id: '2022-810005', date: '2022-10-01', type: 'Maison', surface: '80', parcelle: 5 },
+  { id: '2022-810005', date: '2022-10-01', type: 'Appartement', surface: '30', lot: '1', parcelle: 5 },
+];
+
 beforeAll(async () => {
   t = await createTestApp({ operations: marcheOperations as Operation[] });
   dir = await mkdtemp(path.join(tmpdir(), 'marche-ventes-'));
@@ -89,6 +130,15 @@ beforeAll(async () => {
   );
   await writeFile(fichier, [HEADER, ...lignes].join('\n') + '\n');
   await importDvf(t.db, fichier);
+  const bordeaux = path.join(dir, 'bordeaux.csv');
+  const lignesBordeaux = BORDEAUX.map((v) =>
+    etalab({ ...v, parcelle: `33063000ZZ${String(v.parcelle).padStart(4, '0')}` }).replace(
+      ',33001,Abzac,',
+      ',33063,Bordeaux,',
+    ),
+  );
+  await writeFile(bordeaux, [HEADER, ...lignesBordeaux].join('\n') + '\n');
+  await importDvf(t.db, bordeaux);
 });
 afterAll(async () => {
   await t?.close();
@@ -179,6 +229,26 @@ describe('ventes_commune by postal code', () => {
     const { status, body } = await get('/codes-postaux/00000/ventes');
     expect(status).toBe(404);
     expect(body.code).toBe('commune_introuvable');
+  });
+});
+
+describe('ventes_commune: velocity', () => {
+  it('counts the DVF rows of flats and houses sold, one per lot: not the mutations, not the lines', async () => {
+    // From the rows alone: dwellings of sales (not the exchange), a dwelling written beside several subdivisions once.
+    const logements = new Set(
+      BORDEAUX.filter((v) => (v.nature ?? 'Vente') === 'Vente' && ['Maison', 'Appartement'].includes(v.type)).map((v) =>
+        [v.id, v.parcelle, v.type, v.surface, 'lot' in v ? v.lot : ''].join('|'),
+      ),
+    );
+    const mutations = new Set(BORDEAUX.filter((v) => (v.nature ?? 'Vente') === 'Vente').map((v) => v.id));
+    const { status, body } = await get('/communes/33063/ventes');
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect(body.velocite.par_annee).toEqual([{ annee: 2022, ventes: logements.size }]);
+    // Neither the mutations (4) nor the lines of dwellings (10): 7 dwellings.
+    expect(logements.size).not.toBe(mutations.size);
+    expect(logements.size).toBeLessThan(BORDEAUX.filter((v) => v.type !== 'Dépendance').length - 1);
+    // The price counts the plain one-dwelling sales only: the house and the flat with its cellar.
+    expect(body.par_annee[0]).toMatchObject({ transactions_maisons: 1, transactions_appartements: 1 });
   });
 });
 
