@@ -1,4 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../db/client.ts';
 import { lireMemoire, lireProfil } from '../domain/compte/operations.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -101,12 +102,26 @@ const joueDe = (appels: LigneAppel[], tour: number): TourJoue => ({
   appels: appels.filter((a) => a.tour === tour).map((a) => ({ rang: a.rang })),
 });
 
+/**
+ * A write of a question's progress (its opening, a turn, a call's result), committed without waiting for the disk
+ * (synchronous_commit off): a question writes half a dozen of them, each flush a few milliseconds here. Its answer
+ * is settled with the wait, and the write-ahead log reaches the disk in order, so all of them are durable before the
+ * answer is served. A database crash in between loses steps of an unanswered question, its debit with its opening
+ * (one transaction): the question then fails, and nothing is served that was not billed.
+ */
+function progression<T>(db: Db, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  return transaction(db, async (client) => {
+    await client.query('SET LOCAL synchronous_commit = off');
+    return work(client);
+  });
+}
+
 export function createHubActivities(deps: HubDeps) {
   const { db } = deps;
 
   /** Writes the question and its user message, and debits its price: once, whatever the retries. */
   async function ouvrir(q: Question, demande: QuestionDemandee): Promise<void> {
-    await transaction(db, async (client) => {
+    await progression(db, async (client) => {
       await client.query(
         `INSERT INTO questions_hub (conversation_id, numero, cle_id, question, options) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT DO NOTHING`,
@@ -309,8 +324,9 @@ export function createHubActivities(deps: HubDeps) {
         return { rang: i + 1, appel_id: c.id, outil: c.name, entree: entree ?? {}, erreur };
       });
       // The turn and its calls in one statement (atomic as such): written once, by whichever attempt comes first.
-      const ecrit = await db.query<{ ecrit: number }>(
-        `WITH tour AS (
+      const ecrit = await progression(db, (client) =>
+        client.query<{ ecrit: number }>(
+          `WITH tour AS (
            INSERT INTO tours_hub (conversation_id, numero, tour, message) VALUES ($1, $2, $3, $4)
            ON CONFLICT DO NOTHING RETURNING 1),
          appels AS (
@@ -319,7 +335,8 @@ export function createHubActivities(deps: HubDeps) {
                   CASE WHEN a.erreur IS NULL THEN NULL ELSE now() END
              FROM tour, jsonb_to_recordset($5::jsonb) AS a(rang int, appel_id text, outil text, entree jsonb, erreur jsonb))
          SELECT count(*)::int AS ecrit FROM tour`,
-        [args.conversationId, args.numero, args.tour, message, JSON.stringify(lignes)],
+          [args.conversationId, args.numero, args.tour, message, JSON.stringify(lignes)],
+        ),
       );
       if (ecrit.rows[0]!.ecrit === 0) {
         // Another attempt wrote this turn first: what it wrote stands.
@@ -386,13 +403,15 @@ export function createHubActivities(deps: HubDeps) {
       }
       // What the call cost is what the ledger holds under its key: an attempt that found its debit already written
       // (or an identical answer) is told 0, the ledger knows better.
-      const { rows } = await db.query<{ credits: number }>(
-        `UPDATE appels_hub a SET resultat = $5, erreur = $6, fait_le = now(),
+      const { rows } = await progression(db, (client) =>
+        client.query<{ credits: number }>(
+          `UPDATE appels_hub a SET resultat = $5, erreur = $6, fait_le = now(),
                 credits = coalesce(-m.credits, 0), cle_debit = m.cle_idempotence
            FROM (SELECT 1) x LEFT JOIN mouvements m ON m.cle_idempotence = $7
           WHERE a.conversation_id = $1 AND a.numero = $2 AND a.tour = $3 AND a.rang = $4
           RETURNING a.credits`,
-        [args.conversationId, args.numero, args.tour, args.rang, JSON.stringify(resultat), erreur, cle],
+          [args.conversationId, args.numero, args.tour, args.rang, JSON.stringify(resultat), erreur, cle],
+        ),
       );
       const credits = rows[0]?.credits ?? 0;
       return { credits, plafondAtteint: erreur?.code === 'credits_insuffisants' };
