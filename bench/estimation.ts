@@ -154,7 +154,7 @@ async function ecrire(file: string, lines: () => Generator<string>): Promise<voi
 }
 
 function* ban(communes: Commune[]): Generator<string> {
-  yield BAN_HEADER;
+  yield BAN_HEADER.replaceAll(',', ';');
   for (const c of communes) {
     for (const [i, v] of c.voies.entries()) {
       for (const n of v.numeros) {
