@@ -175,10 +175,13 @@ export async function valeurBrute(
   surface: number,
   options: Options = {},
 ): Promise<ValeurBrute | null> {
-  const dernier = await dernierMillesime(db, dataset, options.avant);
+  // Two independent reads, side by side: an estimate is a chain of round trips, each one fewer counts.
+  const [dernier, indice] = await Promise.all([
+    dernierMillesime(db, dataset, options.avant),
+    indiceDepartement(db, dataset, departementOf(lieu.insee), type),
+  ]);
   if (dernier === null) return null;
   const premier = dernier - MILLESIMES_LUS;
-  const indice = await indiceDepartement(db, dataset, departementOf(lieu.insee), type);
   const avant = options.avant ?? '9999-12-31';
   const indexer = (l: LigneComparable): Comparable => ({
     id_mutation: l.id_mutation,
@@ -203,14 +206,16 @@ export async function valeurBrute(
     const max = RAYONS_M[RAYONS_M.length - 1];
     const lire = async (r: number) =>
       (
-        await db.query<LigneComparable>(
-          `SELECT ${colonnes}, ${DISTANCE_M} AS distance_m
+        await db.query<LigneComparable>({
+          // Prepared once per connection: planning this read over the vintages' partitions cost as much as running it.
+          name: 'estimation_comparables',
+          text: `SELECT ${colonnes}, ${DISTANCE_M} AS distance_m
              FROM dvf_mutations m
             WHERE m.dataset = $1 AND m.millesime BETWEEN $5 AND $6 AND ${dansCellules(4)}
               AND ${DISTANCE_M} <= $7
               AND m.date_mutation < $8::date AND m.types_locaux @> ARRAY[$9]::text[]
               AND m.surface_logements BETWEEN $10 AND $11 AND ${VENTE_SIMPLE}`,
-          [
+          values: [
             dataset,
             lieu.lat,
             lieu.lon,
@@ -223,7 +228,7 @@ export async function valeurBrute(
             surface * (1 - BANDE_SURFACE),
             surface * (1 + BANDE_SURFACE),
           ],
-        )
+        })
       ).rows;
     // One read at a middle radius, then, only when it holds too few, one at the widest: the same answer as widening
     // step by step (the narrowest radius that holds enough), in one round trip where sales are dense, and a ninth of
