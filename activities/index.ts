@@ -25,6 +25,7 @@ import type { OutboundHttp } from '../lib/outbound-http.ts';
 import { createDocumentActivities } from './documents.ts';
 import { createEstimationActivities } from './estimation.ts';
 import { createHubActivities, type HubDeps } from './hub.ts';
+import { createModelesActivities } from './modeles.ts';
 import { createSemaphore, modelFailure, taskRow, type Semaphore } from './shared.ts';
 
 export interface ActivityDeps {
@@ -84,6 +85,7 @@ export function createActivities(deps: ActivityDeps) {
       invoke: deps.hub?.invoke ?? null,
       outils: deps.hub?.outils ?? (async () => []),
     }),
+    ...createModelesActivities({ db: deps.db }),
   };
 }
 

@@ -119,3 +119,58 @@ export function createTemporalHub(client: Client, options: { taskQueue: string }
     },
   };
 }
+
+/** The workflow id of the recalibration of a dataset's models for a version of its sales: one run per version. */
+export const idRecalibrage = (dataset: string, version: string) => `recalibrer-modeles-${dataset}-${version}`;
+
+/**
+ * Starts the `recalibrerModeles` workflow (workflows/recalibrer-modeles.ts) for this version of the dataset's sales,
+ * once: a second request for the same version finds the run already started (running or ended) and starts nothing.
+ */
+export async function demanderRecalibrage(
+  client: Client,
+  options: { taskQueue: string; dataset: 'live' | 'sandbox'; version: string },
+): Promise<{ workflowId: string; deja: boolean }> {
+  const workflowId = idRecalibrage(options.dataset, options.version);
+  try {
+    await client.workflow.start('recalibrerModeles', {
+      workflowId,
+      taskQueue: options.taskQueue,
+      args: [{ dataset: options.dataset }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+    return { workflowId, deja: false };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return { workflowId, deja: true };
+    throw error;
+  }
+}
+
+/**
+ * After a DVF import: the recalibration of the dataset's models, asked of Temporal when an address is given (the
+ * worker of `npm start` or of worker/main.ts runs it), else left to `npm run modeles`. Returns what to tell the user.
+ */
+export async function recalibrerApresImport(
+  versionDe: () => Promise<string | null>,
+  options: { address: string | undefined; taskQueue: string; dataset: 'live' | 'sandbox' },
+): Promise<string> {
+  const commande = `npm run modeles${options.dataset === 'sandbox' ? ' -- --sandbox' : ''}`;
+  if (!options.address) {
+    return `Modèles : TEMPORAL_ADDRESS non défini, aucun recalibrage planifié ; lancez \`${commande}\` pour mesurer à nouveau les fiches de GET /modeles.`;
+  }
+  const version = await versionDe();
+  if (version === null) return 'Modèles : aucune vente DVF, rien à recalibrer.';
+  // The import is done whatever happens here: an unreachable Temporal is said, with what to run instead.
+  const temporal = await connectTemporal(options.address).catch((error: Error) => error);
+  if (temporal instanceof Error) {
+    return `Modèles : Temporal injoignable à ${options.address} (${temporal.message}) ; lancez \`${commande}\`.`;
+  }
+  try {
+    const r = await demanderRecalibrage(temporal.client, { ...options, version });
+    return r.deja
+      ? `Modèles : recalibrage de cette version des ventes déjà demandé (workflow ${r.workflowId}).`
+      : `Modèles : recalibrage demandé à Temporal (workflow ${r.workflowId}, file ${options.taskQueue}).`;
+  } finally {
+    await temporal.close();
+  }
+}

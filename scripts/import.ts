@@ -15,11 +15,14 @@ import {
 } from '../domain/import/cli.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
 import { loyersSource } from '../domain/loyers/import.ts';
+import { versionDvf } from '../domain/estimation/recalibrer.ts';
 import { clearDemonstration } from '../domain/sandbox/load.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
 import { permisSource } from '../domain/urbanisme/import-permis.ts';
 import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { zonageAbcSource } from '../domain/zonage-abc/import.ts';
+import { loadConfig } from '../lib/config.ts';
+import { recalibrerApresImport } from '../lib/temporal.ts';
 import { exitWith } from './exit.ts';
 
 /**
@@ -127,6 +130,19 @@ async function main(): Promise<number> {
         : source.run(db, fichiers ? fichiers[0] : chemin === '-' ? '-' : fullPath, options)
     ).finally(() => tty && process.stderr.write('\r\x1b[K'));
     printReport(name, report, parsed.values.sandbox ? 'bac à sable' : 'live');
+    if (name === 'dvf') {
+      // The sheets of GET /modeles and the range estimer_bien serves are measured on the sales: new sales, new
+      // measures, by a workflow the running worker picks up (one per version of the sales).
+      const config = loadConfig();
+      const dataset = parsed.values.sandbox ? 'sandbox' : 'live';
+      console.log(
+        await recalibrerApresImport(() => versionDvf(db, dataset), {
+          address: config.TEMPORAL_ADDRESS,
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          dataset,
+        }),
+      );
+    }
     return 0;
   });
 }

@@ -1,4 +1,4 @@
-import { backtestEstimation } from '../domain/estimation/backtest.ts';
+import { recalibrerModeles } from '../domain/estimation/recalibrer.ts';
 import { avecBaseDeDonnees, codeDeSortie, lireArguments } from '../domain/import/cli.ts';
 import { ImportError } from '../domain/import/source.ts';
 import { exitWith } from './exit.ts';
@@ -6,7 +6,9 @@ import { exitWith } from './exit.ts';
 /**
  * `npm run modeles -- [--sandbox]`: the backtests behind GET /modeles. Rebuilds the departmental price index, estimates
  * the held-out most recent DVF vintage from the earlier ones and writes the `estimation` sheet's measures (and the
- * calibrated half-width estimer_bien serves). To run after each DVF import.
+ * calibrated half-width estimer_bien serves), then the `travaux` sheet (exit costs on held-out audits) and the
+ * `bareme_prix` sheet (the commune scale on held-out sales). A DVF import starts the same work as a Temporal workflow
+ * (recalibrerModeles) when TEMPORAL_ADDRESS is set; this command runs it in place.
  */
 
 const USAGE = `Usage : npm run modeles -- [--sandbox]
@@ -30,17 +32,30 @@ async function main(): Promise<number> {
   const dataset = values.sandbox ? 'sandbox' : 'live';
   return avecBaseDeDonnees(async (db) => {
     const debut = performance.now();
-    const b = await backtestEstimation(db, dataset, new Date());
+    const r = await recalibrerModeles(db, dataset);
     const duree = ((performance.now() - debut) / 1000).toFixed(1);
+    const b = r.estimation;
+    console.log(`Modèles mesurés (${dataset}) en ${duree} s`);
     console.log(
-      `estimation (${dataset}) : ${b.perimetre || 'rien à mesurer'} ; ${b.estimees} ventes estimées, ${b.non_estimees} non estimées, ${duree} s`,
+      `estimation : ${b.perimetre || 'rien à mesurer'} ; ${b.estimees} ventes estimées, ${b.non_estimees} non estimées, ${(r.durees_ms.estimation / 1000).toFixed(1)} s`,
     );
     for (const g of b.groupes) {
       console.log(
         `  ${g.type_bien} / ${g.socle} : n ${g.n}, erreur absolue médiane ${g.erreur_absolue_mediane_pct} %, ±10 % ${g.part_10_pct} %, ±20 % ${g.part_20_pct} %, demi-largeur ${g.demi_largeur_80_pct ?? '-'} %, couverture ${g.couverture_pct ?? '-'} %`,
       );
     }
+    if (b.ensemble)
+      console.log(`  ensemble : couverture ${b.ensemble.couverture_pct} % sur ${b.ensemble.n_controle} ventes`);
     for (const l of b.limites) console.log(`  limite : ${l}`);
+    for (const [nom, fiche] of [
+      ['travaux', r.travaux],
+      ['bareme_prix', r.bareme_prix],
+    ] as const) {
+      console.log(`${nom} : ${fiche.perimetre || 'rien à mesurer'}, ${(r.durees_ms[nom] / 1000).toFixed(1)} s`);
+      for (const m of fiche.mesures)
+        console.log(`  ${m.libelle}${m.type_bien ? ` (${m.type_bien})` : ''} : ${m.valeur} % (n ${m.echantillon})`);
+      for (const l of fiche.limites) console.log(`  limite : ${l}`);
+    }
     return 0;
   });
 }

@@ -4,3 +4,4 @@ export { lirePlu } from './lire-plu.ts';
 export { livrerWebhook } from './livrer-webhook.ts';
 export { conversationHub } from './conversation-hub.ts';
 export { estimerBienAffine } from './estimer-bien-affine.ts';
+export { recalibrerModeles } from './recalibrer-modeles.ts';

@@ -23,6 +23,8 @@ export const ECHANTILLON_MAX = 600;
 /** Sales a (type, socle) group needs in each half before a half-width is published for it. */
 export const GROUPE_MIN = 10;
 export const COUVERTURE_NOMINALE = 0.8;
+/** Held-out sales estimated at once: the reads of one estimate wait on the database, not on this process. */
+const CONCURRENCE = 4;
 
 export interface MesureGroupe {
   type_bien: TypeBien;
@@ -44,6 +46,11 @@ export interface Backtest {
   estimees: number;
   non_estimees: number;
   groupes: MesureGroupe[];
+  /**
+   * The coverage of the served ranges over every held-out sale of a calibrated group (each with its group's
+   * half-width): what a user meets across estimates. Null when no group is calibrated.
+   */
+  ensemble: { couverture_pct: number; n_controle: number } | null;
   limites: string[];
 }
 
@@ -99,6 +106,7 @@ export async function mesurer(db: Queryable, dataset: Dataset, now: Date): Promi
     estimees: 0,
     non_estimees: 0,
     groupes: [],
+    ensemble: null,
     limites,
   };
   if (dernier === null || premier === null || premier === dernier) {
@@ -124,19 +132,29 @@ export async function mesurer(db: Queryable, dataset: Dataset, now: Date): Promi
       `${tenues.length} ventes tenues hors échantillon ; une sur ${pas} est estimée (${echantillon.length}).`,
     );
   }
+  // Estimated a few at a time (each is a handful of indexed reads), kept in the sample's order: the halves by rank
+  // are the same whatever the timing.
+  const bases: Array<Awaited<ReturnType<typeof valeurBrute>>> = new Array(echantillon.length);
+  let suivante = 0;
+  const estimer = async () => {
+    while (suivante < echantillon.length) {
+      const i = suivante++;
+      const v = echantillon[i];
+      bases[i] = await valeurBrute(
+        db,
+        dataset,
+        { insee: v.insee, lat: v.lat, lon: v.lon },
+        v.type_bien,
+        v.surface_logements,
+        { avant: `${dernier}-01-01` },
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCE }, estimer));
   const erreurs = new Map<string, { type: TypeBien; socle: Socle; e: number[] }>();
   let non = 0;
-  for (const v of echantillon) {
-    const b = await valeurBrute(
-      db,
-      dataset,
-      { insee: v.insee, lat: v.lat, lon: v.lon },
-      v.type_bien,
-      v.surface_logements,
-      {
-        avant: `${dernier}-01-01`,
-      },
-    );
+  for (const [i, v] of echantillon.entries()) {
+    const b = bases[i];
     if (!b) {
       non++;
       continue;
@@ -148,12 +166,18 @@ export async function mesurer(db: Queryable, dataset: Dataset, now: Date): Promi
     erreurs.set(cle, g);
   }
   const groupes: MesureGroupe[] = [];
+  let controles = 0;
+  let couverts = 0;
   for (const g of erreurs.values()) {
     const abs = g.e.map(Math.abs);
     const calibration = abs.filter((_, i) => i % 2 === 0).sort((a, b) => a - b);
     const controle = abs.filter((_, i) => i % 2 === 1);
     const assez = calibration.length >= GROUPE_MIN && controle.length >= GROUPE_MIN;
     const h = assez ? quantile(calibration, COUVERTURE_NOMINALE) : null;
+    if (h !== null) {
+      controles += controle.length;
+      couverts += controle.filter((a) => a <= h).length;
+    }
     groupes.push({
       type_bien: g.type,
       socle: g.socle,
@@ -181,6 +205,7 @@ export async function mesurer(db: Queryable, dataset: Dataset, now: Date): Promi
     estimees: echantillon.length - non,
     non_estimees: non,
     groupes,
+    ensemble: controles > 0 ? { couverture_pct: pct(couverts / controles), n_controle: controles } : null,
     limites,
   };
 }
@@ -203,38 +228,63 @@ const MESURES = [
   ],
 ] as const;
 
-/** Rebuilds the index, runs the backtest and replaces the `estimation` sheet's measures of the dataset. */
-export async function backtestEstimation(db: Db, dataset: Dataset, now: Date): Promise<Backtest> {
-  await reconstruireIndices(db, dataset);
-  const b = await mesurer(db, dataset, now);
+/** A measure of a sheet, as modeles_mesures keeps it (type_bien and socle '' when the measure is not split). */
+export interface Mesure {
+  indicateur: string;
+  type_bien?: string;
+  socle?: string;
+  libelle: string;
+  valeur: number;
+  unite: string;
+  echantillon: number | null;
+  perimetre: string;
+  hors_echantillon: boolean;
+}
+
+/**
+ * Replaces a sheet's measures and limits in one transaction: a reader sees the last backtest whole. A model that
+ * measured nothing keeps no figure of an earlier run: its limits say why.
+ */
+export async function ecrireFiche(
+  db: Db,
+  dataset: Dataset,
+  modele: string,
+  mesureLe: string,
+  mesures: Mesure[],
+  limites: string[],
+): Promise<void> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
-    await client.query(`DELETE FROM modeles_mesures WHERE dataset = $1 AND modele = 'estimation'`, [dataset]);
-    for (const g of b.groupes) {
-      for (const [indicateur, libelle, champ, n] of MESURES) {
-        const valeur = g[champ];
-        if (valeur === null) continue;
-        await client.query(
-          `INSERT INTO modeles_mesures (dataset, modele, indicateur, type_bien, socle, libelle, valeur, unite, mesure_le,
-                                        echantillon, perimetre, hors_echantillon)
-           VALUES ($1, 'estimation', $2, $3, $4, $5, $6, 'pct', $7, $8, $9, true)`,
-          [dataset, indicateur, g.type_bien, g.socle, libelle, valeur, b.mesure_le, g[n], b.perimetre],
-        );
-      }
-    }
-    // What could not be measured is kept with the sheet, so that GET /modeles says it.
-    for (const [i, texte] of b.limites.entries()) {
+    await client.query(`DELETE FROM modeles_mesures WHERE dataset = $1 AND modele = $2`, [dataset, modele]);
+    for (const m of mesures) {
       await client.query(
-        `INSERT INTO modeles_limites (dataset, modele, rang, texte, mesure_le) VALUES ($1, 'estimation', $2, $3, $4)
-         ON CONFLICT (dataset, modele, rang) DO UPDATE SET texte = EXCLUDED.texte, mesure_le = EXCLUDED.mesure_le`,
-        [dataset, i, texte, b.mesure_le],
+        `INSERT INTO modeles_mesures (dataset, modele, indicateur, type_bien, socle, libelle, valeur, unite, mesure_le,
+                                      echantillon, perimetre, hors_echantillon)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        [
+          dataset,
+          modele,
+          m.indicateur,
+          m.type_bien ?? '',
+          m.socle ?? '',
+          m.libelle,
+          m.valeur,
+          m.unite,
+          mesureLe,
+          m.echantillon,
+          m.perimetre,
+          m.hors_echantillon,
+        ],
       );
     }
-    await client.query(`DELETE FROM modeles_limites WHERE dataset = $1 AND modele = 'estimation' AND rang >= $2`, [
-      dataset,
-      b.limites.length,
-    ]);
+    await client.query(`DELETE FROM modeles_limites WHERE dataset = $1 AND modele = $2`, [dataset, modele]);
+    for (const [i, texte] of limites.entries()) {
+      await client.query(
+        `INSERT INTO modeles_limites (dataset, modele, rang, texte, mesure_le) VALUES ($1, $2, $3, $4, $5)`,
+        [dataset, modele, i, texte, mesureLe],
+      );
+    }
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
@@ -242,5 +292,42 @@ export async function backtestEstimation(db: Db, dataset: Dataset, now: Date): P
   } finally {
     client.release();
   }
+}
+
+/** Rebuilds the index, runs the backtest and replaces the `estimation` sheet's measures of the dataset. */
+export async function backtestEstimation(db: Db, dataset: Dataset, now: Date): Promise<Backtest> {
+  await reconstruireIndices(db, dataset);
+  const b = await mesurer(db, dataset, now);
+  const mesures: Mesure[] = [];
+  for (const g of b.groupes) {
+    for (const [indicateur, libelle, champ, n] of MESURES) {
+      const valeur = g[champ];
+      if (valeur === null) continue;
+      mesures.push({
+        indicateur,
+        type_bien: g.type_bien,
+        socle: g.socle,
+        libelle,
+        valeur,
+        unite: 'pct',
+        echantillon: g[n],
+        perimetre: b.perimetre,
+        hors_echantillon: true,
+      });
+    }
+  }
+  if (b.ensemble) {
+    mesures.push({
+      indicateur: 'couverture_80',
+      libelle:
+        'Couverture observée de [bas, haut], toutes ventes tenues des groupes calibrés (moitié de contrôle, nominal 80 %)',
+      valeur: b.ensemble.couverture_pct,
+      unite: 'pct',
+      echantillon: b.ensemble.n_controle,
+      perimetre: `toutes ventes ; ${b.perimetre}`,
+      hors_echantillon: true,
+    });
+  }
+  await ecrireFiche(db, dataset, 'estimation', b.mesure_le, mesures, b.limites);
   return b;
 }

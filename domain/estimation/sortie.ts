@@ -60,12 +60,14 @@ const q3 = (v: number[]) => {
   };
 };
 
+/** `avant` (AAAA-MM-JJ): only the audits established before, as the backtest of the `travaux` sheet reads them. */
 export async function sortieDpe(
   db: Queryable,
   dataset: Dataset,
   classe: 'E' | 'F' | 'G',
   insee: string,
   surface: number,
+  options: { avant?: string } = {},
 ): Promise<SortieDpe> {
   const perimetres: Array<{ motif: string | null; libelle: string; niveau: 'complet' | 'sans_zone' | 'national' }> = [
     { motif: `${insee}\\_%`, libelle: `commune ${insee}`, niveau: 'complet' },
@@ -79,9 +81,10 @@ export async function sortieDpe(
         `SELECT a.cout_travaux_max::float8 AS cout, d.surface_m2 AS surface
            FROM dpe_audits a LEFT JOIN dpe d ON d.dataset = a.dataset AND d.numero_dpe = a.numero_dpe
           WHERE a.dataset = $1 AND a.classe_initiale = $2 AND a.classe_visee <= $3 AND a.cout_travaux_max > 0
-            AND ($4::text IS NULL OR a.cle_ban LIKE $4)
-            AND NOT EXISTS (SELECT 1 FROM dpe_audits r WHERE r.dataset = a.dataset AND r.numero_audit_remplace = a.numero_audit)`,
-        [dataset, classe, vers, p.motif],
+            AND ($4::text IS NULL OR a.cle_ban LIKE $4) AND ($5::date IS NULL OR a.etabli_le < $5)
+            AND NOT EXISTS (SELECT 1 FROM dpe_audits r WHERE r.dataset = a.dataset AND r.numero_audit_remplace = a.numero_audit
+                              AND ($5::date IS NULL OR r.etabli_le < $5))`,
+        [dataset, classe, vers, p.motif, options.avant ?? null],
       );
       if (rows.length < (p.niveau === 'national' ? 1 : AUDITS_MIN)) continue;
       const couts = rows.map((r) => r.cout);

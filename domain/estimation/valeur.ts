@@ -37,6 +37,14 @@ export const DEMI_LARGEUR_PAR_DEFAUT: Record<Socle, number> = { comparables_dvf:
 export const VENTE_SIMPLE = `m.motif IS NULL AND m.logements = 1 AND m.nature IN ('vente', 'vefa')
   AND m.prix_m2 IS NOT NULL AND NOT m.prix_atypique AND NOT m.surface_atypique AND NOT m.doublon_probable`;
 
+/**
+ * Distance in metres from ($2, $3) to a sale, on the plane tangent at the address: within 3 km it differs from
+ * earthdistance's great circle (same sphere, 6 378 168 m) by less than a metre, and it is plain arithmetic where
+ * `earth_distance(ll_to_earth(…))` calls SQL functions that PostgreSQL does not inline (some 15 µs per
+ * sale read, most of an estimate's time in a city).
+ */
+const DISTANCE_M = `(111319.49 * sqrt(power(m.lat - $2, 2) + power((m.lon - $3) * cos(radians($2)), 2)))`;
+
 export interface Comparable {
   id_mutation: string;
   date: string;
@@ -167,10 +175,13 @@ export async function valeurBrute(
   surface: number,
   options: Options = {},
 ): Promise<ValeurBrute | null> {
-  const dernier = await dernierMillesime(db, dataset, options.avant);
+  // Two independent reads, side by side: an estimate is a chain of round trips, each one fewer counts.
+  const [dernier, indice] = await Promise.all([
+    dernierMillesime(db, dataset, options.avant),
+    indiceDepartement(db, dataset, departementOf(lieu.insee), type),
+  ]);
   if (dernier === null) return null;
   const premier = dernier - MILLESIMES_LUS;
-  const indice = await indiceDepartement(db, dataset, departementOf(lieu.insee), type);
   const avant = options.avant ?? '9999-12-31';
   const indexer = (l: LigneComparable): Comparable => ({
     id_mutation: l.id_mutation,
@@ -193,29 +204,38 @@ export async function valeurBrute(
 
   if (lieu.lat !== null && lieu.lon !== null) {
     const max = RAYONS_M[RAYONS_M.length - 1];
-    // One read at the widest radius, then the narrowest radius that holds enough: the same answer as widening step
-    // by step, in one round trip.
-    const { rows } = await db.query<LigneComparable>(
-      `SELECT ${colonnes}, earth_distance(ll_to_earth($2, $3), ll_to_earth(m.lat, m.lon)) AS distance_m
-         FROM dvf_mutations m
-        WHERE m.dataset = $1 AND m.millesime BETWEEN $5 AND $6 AND ${dansCellules(4)}
-          AND earth_distance(ll_to_earth($2, $3), ll_to_earth(m.lat, m.lon)) <= $7
-          AND m.date_mutation < $8::date AND m.types_locaux @> ARRAY[$9]::text[]
-          AND m.surface_logements BETWEEN $10 AND $11 AND ${VENTE_SIMPLE}`,
-      [
-        dataset,
-        lieu.lat,
-        lieu.lon,
-        cellules(lieu.lat, lieu.lon, max),
-        premier,
-        dernier,
-        max,
-        avant,
-        type,
-        surface * (1 - BANDE_SURFACE),
-        surface * (1 + BANDE_SURFACE),
-      ],
-    );
+    const lire = async (r: number) =>
+      (
+        await db.query<LigneComparable>({
+          // Prepared once per connection: planning this read over the vintages' partitions cost as much as running it.
+          name: 'estimation_comparables',
+          text: `SELECT ${colonnes}, ${DISTANCE_M} AS distance_m
+             FROM dvf_mutations m
+            WHERE m.dataset = $1 AND m.millesime BETWEEN $5 AND $6 AND ${dansCellules(4)}
+              AND ${DISTANCE_M} <= $7
+              AND m.date_mutation < $8::date AND m.types_locaux @> ARRAY[$9]::text[]
+              AND m.surface_logements BETWEEN $10 AND $11 AND ${VENTE_SIMPLE}`,
+          values: [
+            dataset,
+            lieu.lat,
+            lieu.lon,
+            cellules(lieu.lat!, lieu.lon!, r),
+            premier,
+            dernier,
+            r,
+            avant,
+            type,
+            surface * (1 - BANDE_SURFACE),
+            surface * (1 + BANDE_SURFACE),
+          ],
+        })
+      ).rows;
+    // One read at a middle radius, then, only when it holds too few, one at the widest: the same answer as widening
+    // step by step (the narrowest radius that holds enough), in one round trip where sales are dense, and a ninth of
+    // the rows read at 3 km in a city.
+    const milieu = RAYONS_M.find((r) => r >= 1000) ?? max;
+    let rows = await lire(milieu);
+    if (rows.length < COMPARABLES_VISES && milieu < max) rows = await lire(max);
     const rayon =
       RAYONS_M.find((r) => rows.filter((l) => l.distance_m <= r).length >= COMPARABLES_VISES) ??
       (rows.length >= COMPARABLES_MIN ? max : null);

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
 import { emptyDvf } from '../dvf/partitions.ts';
-import { backtestEstimation, TABLES_DERIVEES } from '../estimation/backtest.ts';
+import { TABLES_DERIVEES } from '../estimation/backtest.ts';
+import { recalibrerModeles } from '../estimation/recalibrer.ts';
 import { TABLES_MARCHE } from '../marche/derives.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 import { forgetServedSource, PARAMETRE_DEMONSTRATION, SOURCE_DEMONSTRATION } from '../qualite.ts';
@@ -205,9 +206,12 @@ export async function loadSandbox(
         log(`${etape.source} ${nom} : ${r.lus} lus, ${r.gardes} gardés${rejets ? `, ${rejets} rejetés` : ''}`);
       }
     }
-    // The derived tables are rebuilt after the imports they depend on: the estimate's index and measured range.
-    const b = await backtestEstimation(db, dataset, new Date());
-    log(`modeles : estimation mesurée sur ${b.estimees} ventes (${b.perimetre || 'rien à mesurer'})`);
+    // The derived tables are rebuilt after the imports they depend on: the estimate's index and measured range, and
+    // the sheets of GET /modeles.
+    const r = await recalibrerModeles(db, dataset);
+    log(
+      `modeles : estimation mesurée sur ${r.estimation.estimees} ventes (${r.estimation.perimetre || 'rien à mesurer'}) ; travaux ${r.travaux.mesures.length} mesures ; barème ${r.bareme_prix.mesures.length} mesures`,
+    );
     return report;
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -1,6 +1,14 @@
 import { Alea } from '../alea.ts';
 import { csv, type SandboxPart } from '../part.ts';
-import { afnor, parcelle, position, type InseeSandbox, type Territoire, type Voie } from '../territoire.ts';
+import {
+  afnor,
+  parcelle,
+  position,
+  type InseeSandbox,
+  type Numero,
+  type Territoire,
+  type Voie,
+} from '../territoire.ts';
 
 /** DVF géolocalisées (Etalab): the sales of each commune, at the BAN numbers and on the parcels of the territory. */
 
@@ -12,6 +20,10 @@ interface Marche {
   prixM2: number[];
   /** €/m² of building land. */
   prixTerrainM2: number;
+  /**
+   * Mutations over the eight vintages: about a third of the commune's real volume (DVF 2018-2025), enough for the
+   * latest half-year to be estimated from the years before and the estimate's range to be measured (GET /modeles).
+   */
   mutations: number;
   ventes: Array<readonly [TypeVente, number]>;
 }
@@ -23,7 +35,7 @@ const MARCHES: Record<InseeSandbox, Marche | null> = {
   '33234': {
     prixM2: [3000, 3200, 3400, 3700, 3950, 3900, 3800, 3800],
     prixTerrainM2: 180,
-    mutations: 60,
+    mutations: 700,
     ventes: [
       ['maison', 75],
       ['appartement', 12],
@@ -34,7 +46,7 @@ const MARCHES: Record<InseeSandbox, Marche | null> = {
   '33001': {
     prixM2: [1500, 1600, 1700, 1900, 2050, 2050, 2000, 2000],
     prixTerrainM2: 45,
-    mutations: 50,
+    mutations: 300,
     ventes: [
       ['maison', 85],
       ['terrain', 10],
@@ -44,7 +56,7 @@ const MARCHES: Record<InseeSandbox, Marche | null> = {
   '75111': {
     prixM2: [9800, 10500, 10900, 10800, 10700, 10200, 9700, 9700],
     prixTerrainM2: 0,
-    mutations: 120,
+    mutations: 2400,
     ventes: [
       ['appartement', 62],
       ['appartement_cave', 25],
@@ -55,7 +67,7 @@ const MARCHES: Record<InseeSandbox, Marche | null> = {
   '59350': {
     prixM2: [3200, 3400, 3550, 3700, 3800, 3700, 3550, 3500],
     prixTerrainM2: 400,
-    mutations: 100,
+    mutations: 2000,
     ventes: [
       ['appartement', 48],
       ['appartement_cave', 10],
@@ -97,11 +109,68 @@ function nouveauLot(alea: Alea, pris: Map<string, number[]>, cle: string): numbe
   return lot;
 }
 
+/**
+ * How a dwelling's €/m² is drawn: a hedonic model of log price, not the estimator's own rule. The commune's level of
+ * the year; the type (flats dearer than houses in a city, cheaper in a village); the quarter (in a city split in IRIS,
+ * each quadrant has its level) and the street within it, and a gradient that makes the centre dearer; the surface
+ * (small dwellings sell dearer per m²); the condition, which DVF does not record (to renovate, standard, renovated);
+ * and a lognormal error for all the rest (floor, view, the buyer's haste). Comparables share the first effects and not
+ * the last two: those are what an estimate from DVF cannot see, and what its measured range must cover.
+ */
+const EFFETS = {
+  quartier: 0.1,
+  voie: 0.05,
+  /** Log €/m² lost from the centre to the edge of the commune. */
+  gradient: 0.08,
+  /** Elasticity of the €/m² to the surface. */
+  surface: -0.12,
+  etat: [
+    [-0.15, 20],
+    [0, 60],
+    [0.08, 20],
+  ] as ReadonlyArray<readonly [number, number]>,
+  bruit: 0.1,
+} as const;
+
+/** The lasting effects of a commune's places: one draw per IRIS quadrant and per street, from a stream of their own. */
+function effetsDeLieux(seed: number, t: Territoire): { quartier: (n: Numero) => number; voie: Map<Voie, number> } {
+  const alea = new Alea(seed, `dvf-lieux:${t.commune.insee}`);
+  const quadrants = [0, 1, 2, 3].map(() => (t.commune.urbaine ? EFFETS.quartier * alea.normal() : 0));
+  const voie = new Map(t.voies.map((v) => [v, EFFETS.voie * alea.normal()] as const));
+  const c = t.commune;
+  return {
+    quartier: (n) => {
+      // The quadrants of the sandbox's IRIS (parts/iris.ts): north-west, north-east, south-west, south-east.
+      const q = (n.lat >= c.lat ? 0 : 2) + (n.lon >= c.lon ? 1 : 0);
+      const distance = Math.hypot(
+        (n.lat - c.lat) * 111_320,
+        (n.lon - c.lon) * 111_320 * Math.cos((c.lat * Math.PI) / 180),
+      );
+      return quadrants[q] - EFFETS.gradient * Math.min(1, distance / c.rayonM);
+    },
+    voie,
+  };
+}
+
 function mutationsDe(seed: number, t: Territoire): Mutation[] {
   const c = t.commune;
   const marche = MARCHES[c.insee];
   if (!marche) return [];
   const alea = new Alea(seed, `dvf:${c.insee}`);
+  const lieux = effetsDeLieux(seed, t);
+  /** €/m² of a dwelling of this type and surface at this number, that year. */
+  const prixLogement = (niveau: number, n: Numero, type: 'appartement' | 'maison', surface: number) => {
+    const typeEffet = type === 'maison' ? (c.urbaine ? -0.1 : 0) : c.urbaine ? 0 : -0.1;
+    const reference = type === 'maison' ? 110 : 55;
+    const log =
+      typeEffet +
+      lieux.quartier(n) +
+      (lieux.voie.get(n.voie) ?? 0) +
+      EFFETS.surface * Math.log(surface / reference) +
+      alea.weighted(EFFETS.etat) +
+      EFFETS.bruit * alea.normal();
+    return niveau * Math.exp(log);
+  };
   const lotsPris = new Map<string, number[]>();
   // Parcels taken by building land, street by street: the territory is shared with the other parts, never changed.
   const plansPris = new Map<Voie, number>();
@@ -111,7 +180,7 @@ function mutationsDe(seed: number, t: Territoire): Mutation[] {
     // DVF publishes a year's first half in the autumn: 2025 stops at the end of June.
     const date = alea.day(`${annee}-01-02`, annee === 2025 ? '2025-06-30' : `${annee}-12-31`);
     const type = alea.weighted(marche.ventes);
-    const prix = marche.prixM2[ANNEES.indexOf(annee)] * Math.exp(0.12 * alea.normal());
+    const niveau = marche.prixM2[ANNEES.indexOf(annee)];
     const n = alea.pick(t.numeros);
     const v = n.voie;
     const lon = (n.lon + (alea.next() - 0.5) * 0.00008).toFixed(6);
@@ -160,8 +229,8 @@ function mutationsDe(seed: number, t: Territoire): Mutation[] {
       }
       const cave = type === 'appartement_cave' ? { numero: alea.int(200, 260), carrez: '' } : null;
       if (cave) lots.push(cave);
-      const surfaceTotale = apparts.reduce((s, a) => s + a.surface, 0);
-      valeur = Math.round((prix * surfaceTotale * (vefa ? 1.15 : 1) * (cave ? 1.02 : 1)) / 100) * 100;
+      const prix = apparts.reduce((s, a) => s + prixLogement(niveau, n, 'appartement', a.surface) * a.surface, 0);
+      valeur = Math.round((prix * (vefa ? 1.15 : 1) * (cave ? 1.02 : 1)) / 100) * 100;
       const lotColonnes: Record<string, string | number> = { nombre_lots: lots.length };
       lots.forEach((l, i) => {
         lotColonnes[`lot${i + 1}_numero`] = l.numero;
@@ -191,7 +260,7 @@ function mutationsDe(seed: number, t: Territoire): Mutation[] {
       const pieces = alea.int(3, 7);
       const surface = Math.round((55 + pieces * 15) * alea.between(0.85, 1.2));
       const terrain = c.urbaine ? alea.int(120, 450) : alea.int(450, 1800);
-      valeur = Math.round((prix * surface) / 100) * 100;
+      valeur = Math.round((prixLogement(niveau, n, 'maison', surface) * surface) / 100) * 100;
       const maison = {
         ...base,
         code_type_local: 1,
