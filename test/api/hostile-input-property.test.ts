@@ -26,6 +26,8 @@ const TEXTES = [
   '33063000AB0123',
   '2021-06-15',
   '33063',
+  // An IRIS code (prix_iris: the commune and four digits).
+  '330630101',
   // A list of communes (comparer_communes: 2 to 10 codes).
   '33063,33001',
   '33',
