@@ -13,7 +13,7 @@ import { createTestDb } from '../support/db.ts';
 const ARPAILLARGUES = path.resolve('../shared/data/gpu/30014_PLU_20171013');
 const TROIS_PROVINCES = path.resolve('../shared/data/gpu/241800432_PLUi_20200128');
 const hasGpu = existsSync(ARPAILLARGUES) && existsSync(TROIS_PROVINCES);
-const SKIP = '(skipped: ../shared/data absent)';
+const SKIP = hasGpu ? '' : ' (skipped: ../shared/data absent)';
 
 const run = promisify(execFile);
 
@@ -83,7 +83,7 @@ async function zoneRows(idurba: string) {
 }
 
 describe('GPU upload folders', () => {
-  it.skipIf(!hasGpu)(`imports Arpaillargues-et-Aureillac (PLU, Lambert-93, DBF in Windows-1252) ${SKIP}`, async () => {
+  it.skipIf(!hasGpu)(`imports Arpaillargues-et-Aureillac (PLU, Lambert-93, DBF in Windows-1252)${SKIP}`, async () => {
     const report = await importZonage(db, ARPAILLARGUES);
     expect(report).toMatchObject({ format: 'shapefile', lus: 90, gardes: 90, rejetes: [] });
     expect(report.documents).toEqual(['30014_PLU_20171013']);
@@ -102,7 +102,7 @@ describe('GPU upload folders', () => {
     ]);
   });
 
-  it.skipIf(!hasGpu)(`imports the PLUi of CC les Trois Provinces (DBF in UTF-8) ${SKIP}`, async () => {
+  it.skipIf(!hasGpu)(`imports the PLUi of CC les Trois Provinces (DBF in UTF-8)${SKIP}`, async () => {
     const report = await importZonage(db, TROIS_PROVINCES);
     expect(report).toMatchObject({ lus: 221, gardes: 221, rejetes: [], documents: ['241800432_PLUI_20200128'] });
     const rows = await zoneRows('241800432_PLUI_20200128');
@@ -110,7 +110,7 @@ describe('GPU upload folders', () => {
     expect(rows.find((r) => r.libelle === 'UE')?.libelong).toBe('UE : zone à vocation économique');
   });
 
-  it.skipIf(!hasGpu)(`changes nothing when the same folders are imported again ${SKIP}`, async () => {
+  it.skipIf(!hasGpu)(`changes nothing when the same folders are imported again${SKIP}`, async () => {
     const before = [...(await zoneRows('30014_PLU_20171013')), ...(await zoneRows('241800432_PLUI_20200128'))];
     const again = await importZonage(db, ARPAILLARGUES);
     expect(again.zones).toEqual({ ajoutees: 0, modifiees: 0, inchangees: 90, supprimees: 0 });
@@ -119,7 +119,7 @@ describe('GPU upload folders', () => {
     expect(after).toEqual(before);
   });
 
-  it.skipIf(!hasGpu)(`reads upper-case file names and guesses the encoding without .cpg ${SKIP}`, async () => {
+  it.skipIf(!hasGpu)(`reads upper-case file names and guesses the encoding without .cpg${SKIP}`, async () => {
     const copy = path.join(dir, 'MAJUSCULES', 'Donnees_geographiques');
     await mkdir(copy, { recursive: true });
     for (const ext of ['shp', 'dbf', 'prj']) {
@@ -135,7 +135,7 @@ describe('GPU upload folders', () => {
     expect(report.zones).toEqual({ ajoutees: 0, modifiees: 0, inchangees: 90, supprimees: 0 });
   });
 
-  it.skipIf(!hasGpu)(`finds the zone of a point of Arpaillargues, and nothing far away ${SKIP}`, async () => {
+  it.skipIf(!hasGpu)(`finds the zone of a point of Arpaillargues, and nothing far away${SKIP}`, async () => {
     const { rows } = await db.query<{ libelle: string; geometrie: ZoneGeometry }>(
       `SELECT libelle, geometrie FROM zones_urbanisme
         WHERE idurba = '30014_PLU_20171013' AND libelle = 'Ucp' ORDER BY aire_m2 DESC LIMIT 1`,
@@ -168,7 +168,7 @@ describe('GPU upload folders', () => {
     expect(await findZoning(db, { ...point, dataset: 'sandbox' })).toBeNull();
   });
 
-  it.skipIf(!hasGpu)(`finds an intercommunal zone, without an INSEE code ${SKIP}`, async () => {
+  it.skipIf(!hasGpu)(`finds an intercommunal zone, without an INSEE code${SKIP}`, async () => {
     const { rows } = await db.query<{ libelle: string; geometrie: ZoneGeometry }>(
       `SELECT libelle, geometrie FROM zones_urbanisme
         WHERE idurba = '241800432_PLUI_20200128' AND libelle = 'UE' ORDER BY aire_m2 DESC LIMIT 1`,
@@ -374,7 +374,7 @@ describe('import CLI', () => {
       encoding: 'utf8',
     });
 
-  it.skipIf(!hasGpu)(`imports a GPU folder and prints its report ${SKIP}`, async () => {
+  it.skipIf(!hasGpu)(`imports a GPU folder and prints its report${SKIP}`, async () => {
     const { stdout } = await cli('gpu', ARPAILLARGUES, '--sandbox', '--base-url', 'https://exemple.fr/plu/30014');
     expect(stdout).toMatch(/lus\s*: 90/);
     expect(stdout).toMatch(/gardés\s*: 90/);

@@ -17,7 +17,7 @@ import { createTestDb } from '../../support/db.ts';
 const DVF = path.resolve('../shared/data/dvf/paris_75103_75104_2024_2025');
 const BAN = path.resolve('../shared/data/ban/adresses-75-extrait-75103-75104.csv');
 const present = existsSync(DVF) && existsSync(BAN);
-const SKIP = '(skipped: ../shared/data/dvf or ban absent)';
+const SKIP = present ? '' : ' (skipped: ../shared/data/dvf absent, or ../shared/data/ban absent)';
 
 let t: Awaited<ReturnType<typeof createTestDb>>;
 
@@ -87,7 +87,7 @@ afterAll(async () => {
 });
 
 describe('estimer_bien on the held-out last six months of Paris 3e and 4e', () => {
-  it.skipIf(!present)(`puts 70-90 % of the real prices inside [bas, haut], median error under 20 % ${SKIP}`, () => {
+  it.skipIf(!present)(`puts 70-90 % of the real prices inside [bas, haut], median error under 20 %${SKIP}`, () => {
     const n = resultats.length;
     const couverture = resultats.filter((r) => r.dans).length / n;
     const erreurs = resultats.map((r) => r.erreur).sort((a, b) => a - b);

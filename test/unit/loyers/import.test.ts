@@ -12,7 +12,7 @@ const LOYERS = path.resolve('../shared/data/loyers');
 const EDITION_2025 = path.join(LOYERS, 'pred-app-mef-dhup_2025_EXCERPT_first25rows.csv');
 const EDITION_2018 = path.join(LOYERS, 'indicateurs-loyers-appartements_2018_EXCERPT_dep33.csv');
 const hasLoyers = existsSync(EDITION_2025) && existsSync(EDITION_2018);
-const SKIP = '(skipped: ../shared/data/loyers absent)';
+const SKIP = hasLoyers ? '' : ' (skipped: ../shared/data/loyers absent)';
 
 let db: Awaited<ReturnType<typeof createTestDb>>;
 let dir: string;
@@ -62,7 +62,7 @@ const ENTETE_2018 =
   'id_zone;INSEE;LIBGEO;DEP;REG;EPCI;TYPPRED;loypredm2;lwr.IPm2;upr.IPm2;R2adj;NBobs_maille;NBobs_commune';
 
 describe('the real 2025 edition (quoted, Windows-1252, decimal commas)', () => {
-  it.skipIf(!hasLoyers)(`imports every row of the excerpt as the file gives it ${SKIP}`, async () => {
+  it.skipIf(!hasLoyers)(`imports every row of the excerpt as the file gives it${SKIP}`, async () => {
     const report = await importLoyers(db.db, EDITION_2025);
     expect(report).toMatchObject({ lus: 25, gardes: 25, rejetes: [] });
     expect(report.details).toEqual([
@@ -93,7 +93,7 @@ describe('the real 2025 edition (quoted, Windows-1252, decimal commas)', () => {
     }
   });
 
-  it.skipIf(!hasLoyers)(`reads accents in Windows-1252 and the figures of Civray and Condac ${SKIP}`, async () => {
+  it.skipIf(!hasLoyers)(`reads accents in Windows-1252 and the figures of Civray and Condac${SKIP}`, async () => {
     await importLoyers(db.db, EDITION_2025);
     expect((await lignes(`insee = '86051'`))[0].commune).toBe('Champagné-le-Sec');
     expect((await lignes(`insee = '16098'`))[0].commune).toBe('La Chèvrerie');
@@ -124,7 +124,7 @@ describe('the real 2025 edition (quoted, Windows-1252, decimal commas)', () => {
   });
 
   it.skipIf(!hasLoyers)(
-    `takes the year from the folder when the file has the publisher's name, and refuses a name without it ${SKIP}`,
+    `takes the year from the folder when the file has the publisher's name, and refuses a name without it${SKIP}`,
     async () => {
       await mkdir(path.join(dir, 'carte-des-loyers-2025'), { recursive: true });
       const publie = path.join(dir, 'carte-des-loyers-2025', 'pred-app-mef-dhup.csv');
@@ -144,7 +144,7 @@ describe('the real 2025 edition (quoted, Windows-1252, decimal commas)', () => {
 });
 
 describe('the real 2018 edition (INSEE as integers, epci level)', () => {
-  it.skipIf(!hasLoyers)(`imports the Gironde rows, Latresne observed, Abzac and Balizac borrowed ${SKIP}`, async () => {
+  it.skipIf(!hasLoyers)(`imports the Gironde rows, Latresne observed, Abzac and Balizac borrowed${SKIP}`, async () => {
     const report = await importLoyers(db.db, EDITION_2018);
     expect(report).toMatchObject({ lus: 538, gardes: 538, rejetes: [] });
     expect(report.details[0]).toContain('édition 2018');
@@ -188,7 +188,7 @@ describe('the real 2018 edition (INSEE as integers, epci level)', () => {
     expect((await lignes(`insee = '33003'`))[0].commune).toBe('Ambarès-et-Lagrave');
   });
 
-  it.skipIf(!hasLoyers)(`knows the 2018 edition by its layout under the published name ${SKIP}`, async () => {
+  it.skipIf(!hasLoyers)(`knows the 2018 edition by its layout under the published name${SKIP}`, async () => {
     await mkdir(path.join(dir, 'donnees'), { recursive: true });
     const publie = path.join(dir, 'donnees', 'indicateurs-loyers-appartements.csv');
     await copyFile(EDITION_2018, publie);
@@ -199,7 +199,7 @@ describe('the real 2018 edition (INSEE as integers, epci level)', () => {
   });
 
   it.skipIf(!hasLoyers)(
-    `serves the latest edition of a commune and type, and every type of a commune ${SKIP}`,
+    `serves the latest edition of a commune and type, and every type of a commune${SKIP}`,
     async () => {
       const latresne2025 = await fichier(
         'recent/pred-app-mef-dhup-2025.csv',

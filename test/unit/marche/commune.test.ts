@@ -10,7 +10,7 @@ import { createTestApp, type TestApp } from '../../support/app.ts';
 
 const ABZAC = path.resolve('../shared/data/dvf/dvf_geoloc_2021_33001_abzac_sample.csv');
 const hasAbzac = existsSync(ABZAC);
-const SKIP = '(skipped: ../shared/data/dvf absent)';
+const SKIP = hasAbzac ? '' : ' (skipped: ../shared/data/dvf absent)';
 
 let t: TestApp;
 let org: { id: string; cle: string };
@@ -60,7 +60,7 @@ const get = async (url: string) => {
 };
 
 describe('commune: the market sheet', () => {
-  it.skipIf(!hasAbzac)(`Abzac: price, rent, yield, F/G share, zone, population ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`Abzac: price, rent, yield, F/G share, zone, population${SKIP}`, async () => {
     const prix = (await get('/communes/33001/prix?type=maison')).body;
     const reference = prix.bareme.at(-1);
     const { status, body } = await get('/communes/33001');
@@ -98,7 +98,7 @@ describe('commune: the market sheet', () => {
 
 describe('comparer_communes', () => {
   it.skipIf(!hasAbzac)(
-    `names the best per indicator and lists unknown codes, 1 credit per commune ${SKIP}`,
+    `names the best per indicator and lists unknown codes, 1 credit per commune${SKIP}`,
     async () => {
       const { status, body } = await get('/communes/comparaison?insee=33234,33001,99999');
       expect(status, JSON.stringify(body)).toBe(200);

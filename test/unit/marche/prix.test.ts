@@ -11,7 +11,7 @@ import { etalab, HEADER } from '../dvf/fixtures.ts';
 
 const ABZAC = path.resolve('../shared/data/dvf/dvf_geoloc_2021_33001_abzac_sample.csv');
 const hasAbzac = existsSync(ABZAC);
-const SKIP = '(skipped: ../shared/data/dvf absent)';
+const SKIP = hasAbzac ? '' : ' (skipped: ../shared/data/dvf absent)';
 
 /** A line of the CSV as a record of its header's names (the sample has no quoted comma). */
 function lireCsv(file: string): Array<Record<string, string>> {
@@ -97,7 +97,7 @@ const get = async (url: string) => {
 };
 
 describe('prix_commune: estimation from the neighbouring communes', () => {
-  it.skipIf(!hasAbzac)(`shrinks a commune with few sales toward its neighbours ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`shrinks a commune with few sales toward its neighbours${SKIP}`, async () => {
     // Abzac and a neighbour 5 km away with 30 flats sold in 2022 at a median of 3 000 €/m².
     await t.db.query(
       `INSERT INTO communes (dataset, insee, nom, type, departement, codes_postaux, lat, lon) VALUES
@@ -131,7 +131,7 @@ describe('prix_commune: estimation from the neighbouring communes', () => {
 });
 
 describe('prix_commune on the real Abzac sample (33001)', () => {
-  it.skipIf(!hasAbzac)(`serves 2021 medians per type equal to those computed from the file ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`serves 2021 medians per type equal to those computed from the file${SKIP}`, async () => {
     const attendu = medianesDuFichier(ABZAC);
     expect(attendu.maison.length).toBeGreaterThan(10);
     const { status, body } = await get('/communes/33001/prix');
@@ -160,7 +160,7 @@ describe('prix_commune on the real Abzac sample (33001)', () => {
     expect(body.credits.debites).toBe(2);
   });
 
-  it.skipIf(!hasAbzac)(`serves a figure on one sale, with its count and flags, never masked ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`serves a figure on one sale, with its count and flags, never masked${SKIP}`, async () => {
     const { body } = await get('/communes/33001/prix');
     const item = body.bareme.find(
       (b: { type: string; millesime: number }) => b.type === 'appartement' && b.millesime === 2022,
@@ -176,7 +176,7 @@ describe('prix_commune on the real Abzac sample (33001)', () => {
     });
   });
 
-  it.skipIf(!hasAbzac)(`evolution: 2022 against 2021, houses, from the two medians ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`evolution: 2022 against 2021, houses, from the two medians${SKIP}`, async () => {
     const { body } = await get('/communes/33001/prix');
     const m2021 = mediane(medianesDuFichier(ABZAC).maison);
     const m2022 = mediane(MAISONS_2022.map((v) => Number(v.valeur) / Number(v.surface)));

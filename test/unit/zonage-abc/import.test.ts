@@ -10,7 +10,7 @@ import { createTestDb } from '../../support/db.ts';
 
 const ZONAGE = path.resolve('../shared/data/zonage_abc/zonage-abc-juillet-2024.csv');
 const hasZonage = existsSync(ZONAGE);
-const SKIP = '(skipped: ../shared/data/zonage_abc absent)';
+const SKIP = hasZonage ? '' : ' (skipped: ../shared/data/zonage_abc absent)';
 
 let db: Awaited<ReturnType<typeof createTestDb>>;
 let dir: string;
@@ -42,7 +42,7 @@ async function zones(): Promise<Array<[string, string, string]>> {
 }
 
 describe('the real national list (July 2024, Windows-1252)', () => {
-  it.skipIf(!hasZonage)(`imports every commune with the zone the file gives it ${SKIP}`, async () => {
+  it.skipIf(!hasZonage)(`imports every commune with the zone the file gives it${SKIP}`, async () => {
     const report = await zonageAbcSource.run(db.db, ZONAGE, { sandbox: false, onProgress: () => {} });
     // Read by this test apart from the importer.
     const texte = new TextDecoder('windows-1252').decode(await readFile(ZONAGE));
@@ -69,7 +69,7 @@ describe('the real national list (July 2024, Windows-1252)', () => {
   });
 
   it.skipIf(!hasZonage)(
-    `answers zoneAbc for communes of the file, an arrondissement by its commune ${SKIP}`,
+    `answers zoneAbc for communes of the file, an arrondissement by its commune${SKIP}`,
     async () => {
       await importZonageAbc(db.db, ZONAGE);
       const zone = async (insee: string) => (await zoneAbc(db.db, 'live', insee))?.zone;
@@ -96,7 +96,7 @@ describe('the real national list (July 2024, Windows-1252)', () => {
     },
   );
 
-  it.skipIf(!hasZonage)(`changes nothing when imported again ${SKIP}`, async () => {
+  it.skipIf(!hasZonage)(`changes nothing when imported again${SKIP}`, async () => {
     await importZonageAbc(db.db, ZONAGE);
     const again = await importZonageAbc(db.db, ZONAGE);
     expect(again.details[1]).toMatch(/^communes : (\d+) \(0 ajoutés, 0 modifiés, \1 inchangés\), 0 retirées$/);
