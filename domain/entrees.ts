@@ -22,6 +22,21 @@ z.config({
   },
 });
 
+/**
+ * A calendar day, AAAA-MM-JJ, that exists (no 31 April) and that PostgreSQL's `date` can hold: from year 1, since
+ * there is no year 0 in its calendar (JavaScript's has one).
+ */
+export const jour = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'Date AAAA-MM-JJ attendue.')
+  .refine(
+    (v) => {
+      const d = new Date(`${v}T00:00:00Z`);
+      return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v) && !v.startsWith('0000');
+    },
+    { message: 'Date inexistante.' },
+  );
+
 /** A number of a query string: decimal notation only (no hexadecimal, no `Infinity`), an exponent allowed. */
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 

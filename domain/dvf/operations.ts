@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
-import { nombre } from '../entrees.ts';
+import { jour, nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { drapeaux as ordonnes, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
 import { adresseConnue, type AdresseBan } from '../adresses/resoudre.ts';
@@ -221,19 +221,7 @@ async function millesimesDe(db: Queryable, dataset: Dataset) {
 // Inputs.
 // ---------------------------------------------------------------------------------------------------------------------
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const dateParam = (description: string) =>
-  z
-    .string()
-    .regex(DATE, 'Date AAAA-MM-JJ attendue.')
-    .refine(
-      (v) => !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v),
-      {
-        message: 'Date inexistante.',
-      },
-    )
-    .optional()
-    .describe(description);
+const dateParam = (description: string) => jour.optional().describe(description);
 const booleen = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]);
 const PARCELLE = /^(?:\d{2}|2[AB])\d{3}[0-9A-Z]{3}[0-9A-Z]{2}\d{4}$/;
 

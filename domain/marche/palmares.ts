@@ -190,9 +190,10 @@ export const palmaresCommunes = defineOperation({
     indicateur: z.enum(INDICATEURS).describe('L’indicateur du classement.'),
     departement: Departement.optional(),
     region: z.string().trim().min(2).max(60).optional().describe('Région : code INSEE, nom ou nom court.'),
-    population_min: z.coerce.number().min(0).max(1e8).optional().describe('Population minimale.'),
+    population_min: z.coerce.number().int().min(0).max(1e8).optional().describe('Population minimale.'),
     transactions_min: z.coerce
       .number()
+      .int()
       .min(0)
       .max(1e7)
       .optional()

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { adresseConnue } from '../adresses/resoudre.ts';
 import { defineOperation, type OperationContext } from '../catalogue.ts';
+import { jour } from '../entrees.ts';
 import { ApiError } from '../errors.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
 import type { Dataset } from '../platform/sandbox.ts';
@@ -129,19 +130,7 @@ const PermisOutput = z.object({
 });
 type PermisSortie = z.infer<typeof PermisOutput>;
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const depuis = z
-  .string()
-  .regex(DATE, 'Date AAAA-MM-JJ attendue.')
-  .refine(
-    (v) => {
-      const d = new Date(`${v}T00:00:00Z`);
-      return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v);
-    },
-    { message: 'Date inexistante.' },
-  )
-  .optional()
-  .describe('Autorisations délivrées à partir de cette date (AAAA-MM-JJ).');
+const depuis = jour.optional().describe('Autorisations délivrées à partir de cette date (AAAA-MM-JJ).');
 
 const AdresseInput = z.object({
   cle_ban: z.string().min(1).max(100).describe('Clé BAN d’un numéro (ex. 33234_0160_00012).'),

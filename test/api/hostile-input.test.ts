@@ -160,6 +160,34 @@ describe('numbers', () => {
     expect(await traces()).toEqual(before);
   });
 
+  it('refuses what PostgreSQL cannot hold: a day of year 0, a fraction where a count is asked', async () => {
+    const before = await traces();
+    const inexistante = /inexistante/i;
+    expectField(
+      await t.call('GET', '/ventes?insee=33234&depuis=0000-03-20', org.cle),
+      'depuis',
+      'requete',
+      inexistante,
+    );
+    expectField(
+      await t.call('GET', '/adresses/33234_z019_00007/permis?depuis=0000-03-20', org.cle),
+      'depuis',
+      'requete',
+      inexistante,
+    );
+    // The first day of year 1 is a day like any other.
+    expect((await t.call('GET', '/ventes?insee=33234&depuis=0001-01-01', org.cle)).statusCode).toBeLessThan(500);
+    for (const champ of ['population_min', 'transactions_min']) {
+      expectField(
+        await t.call('GET', `/communes/palmares?indicateur=score-svc&${champ}=61728962.5`, org.cle),
+        champ,
+        'requete',
+        /entier/i,
+      );
+    }
+    expect(await traces()).toEqual(before);
+  });
+
   it('never reads a blank, hexadecimal, infinite or non-numeric value as a number', async () => {
     const before = await traces();
     expectField(await t.call('GET', '/adresses/inverse?lat=%20%20&lon=1', org.cle), 'lat', 'requete', /requis/);
