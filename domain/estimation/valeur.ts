@@ -2,7 +2,8 @@ import type { Queryable } from '../../db/client.ts';
 import { cellules, dansCellules } from '../dvf/operations.ts';
 import { departementOf } from '../dvf/mutation.ts';
 import type { Dataset } from '../platform/sandbox.ts';
-import { containsPoint, type ZoneGeometry } from '../urbanisme/zonage.ts';
+import type { ContourIris } from '../territoire/import-iris.ts';
+import { containsPoint } from '../urbanisme/zonage.ts';
 
 /**
  * The deterministic value of a dwelling: its DVF comparables, else the commune's scale, the time index that brings
@@ -86,17 +87,6 @@ export interface ValeurBrute {
   indexe: boolean;
   /** The IRIS of the `iris` scale. */
   iris?: { code: string; nom: string | null };
-}
-
-interface IrisLigne {
-  code: string;
-  nom: string | null;
-  insee: string;
-  geometrie: ZoneGeometry;
-  bbox_xmin: number;
-  bbox_ymin: number;
-  bbox_xmax: number;
-  bbox_ymax: number;
 }
 
 export function mediane(valeurs: number[]): number | null {
@@ -267,7 +257,7 @@ export async function valeurBrute(
   // The IRIS scale: the plain sales of the type, every surface, inside the IRIS of the address (a neighbourhood of
   // about 2 000 inhabitants: nearer the address than the commune). Read by the IRIS's box, kept by its outline.
   if (lieu.lat !== null && lieu.lon !== null) {
-    const { rows: irisRows } = await db.query<IrisLigne>(
+    const { rows: irisRows } = await db.query<ContourIris>(
       `SELECT code, nom, insee, geometrie, bbox_xmin, bbox_ymin, bbox_xmax, bbox_ymax FROM iris
         WHERE dataset = $1 AND box(point(bbox_xmin, bbox_ymin), point(bbox_xmax, bbox_ymax)) @> point($2, $3)`,
       [dataset, lieu.lon, lieu.lat],

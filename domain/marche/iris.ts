@@ -4,7 +4,8 @@ import { defineOperation } from '../catalogue.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Qualite } from '../qualite.ts';
-import { containsPoint, type ZoneGeometry } from '../urbanisme/zonage.ts';
+import type { ContourIris } from '../territoire/import-iris.ts';
+import { containsPoint } from '../urbanisme/zonage.ts';
 import { VENTE_UN_LOGEMENT, type TypeLogement } from './agregats.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import type { Indicateurs } from './indicateurs.ts';
@@ -30,16 +31,6 @@ interface Vente {
   prix_m2: number;
   lat: number;
   lon: number;
-}
-
-interface IrisContour {
-  code: string;
-  insee: string;
-  geometrie: ZoneGeometry;
-  bbox_xmin: number;
-  bbox_ymin: number;
-  bbox_xmax: number;
-  bbox_ymax: number;
 }
 
 /** The IRIS item of a type from its sales and the commune's price: the rule of the operation's description. */
@@ -115,7 +106,7 @@ export async function reconstruireIris(
   );
   let ecrites = 0;
   for (const { dep } of deps) {
-    const { rows: contours } = await client.query<IrisContour>(
+    const { rows: contours } = await client.query<Omit<ContourIris, 'nom'>>(
       `SELECT code, insee, geometrie, bbox_xmin, bbox_ymin, bbox_xmax, bbox_ymax FROM iris
         WHERE dataset = $1 AND insee LIKE $2 || '%'`,
       [dataset, dep],

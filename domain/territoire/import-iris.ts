@@ -73,6 +73,18 @@ function premier(props: Record<string, unknown>, names: string[]): unknown {
   return undefined;
 }
 
+/** An IRIS outline as the `iris` table holds it: its box, to read what may lie inside, and its outline, to keep it. */
+export interface ContourIris {
+  code: string;
+  nom: string | null;
+  insee: string;
+  geometrie: ZoneGeometry;
+  bbox_xmin: number;
+  bbox_ymin: number;
+  bbox_xmax: number;
+  bbox_ymax: number;
+}
+
 function geometrieDe(geometry: unknown, reprojection: Reprojection): ZoneGeometry | string {
   const g = geometry as { type?: unknown; coordinates?: unknown } | null;
   if (!g || (g.type !== 'Polygon' && g.type !== 'MultiPolygon')) {
