@@ -12,7 +12,6 @@
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createDb } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
@@ -22,6 +21,7 @@ import { importDvf, type DvfImportReport } from '../domain/dvf/import.ts';
 import { emptyDvf, vintagePartitions } from '../domain/dvf/partitions.ts';
 import { ventes } from '../domain/dvf/operations.ts';
 import { createCursors } from '../lib/cursor.ts';
+import { communesReelles } from './communes.ts';
 import { benchDatabase } from './database.ts';
 import { machine, writeSection } from './results.ts';
 import { seededRandom } from '../lib/random.ts';
@@ -46,28 +46,13 @@ interface Commune {
 
 /** Real communes of metropolitan France outside Alsace-Moselle, every n-th by code; a made-up centre. */
 function communes(rng: Rng): Commune[] {
-  const require = createRequire(import.meta.url);
-  const all = (
-    require('@etalab/decoupage-administratif/data/communes.json') as Array<{
-      code: string;
-      nom: string;
-      type: string;
-      zone: string;
-      departement?: string;
-      codesPostaux?: string[];
-    }>
-  ).filter(
-    (c) =>
-      c.type === 'commune-actuelle' &&
-      c.zone === 'metro' &&
-      c.codesPostaux?.length &&
-      !['57', '67', '68'].includes(c.departement ?? ''),
-  );
-  const step = Math.floor(all.length / COMMUNES);
-  return Array.from({ length: COMMUNES }, (_, i) => {
-    const c = all[i * step];
-    return { code: c.code, nom: c.nom, cp: c.codesPostaux![0], lat: 43.3 + rng.next() * 6, lon: -1 + rng.next() * 7 };
-  });
+  return communesReelles(COMMUNES).map((c) => ({
+    code: c.code,
+    nom: c.nom,
+    cp: c.cp,
+    lat: 43.3 + rng.next() * 6,
+    lon: -1 + rng.next() * 7,
+  }));
 }
 
 const HEADER =

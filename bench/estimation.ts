@@ -13,12 +13,12 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afnor, lambert93 } from '../domain/sandbox/territoire.ts';
 import { seededRandom } from '../lib/random.ts';
+import { communesReelles } from './communes.ts';
 import { machine, writeSection } from './results.ts';
 import { startService } from './service.ts';
 
@@ -67,26 +67,7 @@ const normal = (rng: Rng) => Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos
 
 /** Real communes of metropolitan France outside Alsace-Moselle, every n-th by code, with streets of their own. */
 function territoire(rng: Rng): Commune[] {
-  const require = createRequire(import.meta.url);
-  const all = (
-    require('@etalab/decoupage-administratif/data/communes.json') as Array<{
-      code: string;
-      nom: string;
-      type: string;
-      zone: string;
-      departement?: string;
-      codesPostaux?: string[];
-    }>
-  ).filter(
-    (c) =>
-      c.type === 'commune-actuelle' &&
-      c.zone === 'metro' &&
-      c.codesPostaux?.length &&
-      !['57', '67', '68'].includes(c.departement ?? ''),
-  );
-  const step = Math.floor(all.length / COMMUNES);
-  return Array.from({ length: COMMUNES }, (_, i) => {
-    const c = all[i * step];
+  return communesReelles(COMMUNES).map((c) => {
     const lat = 43.3 + rng.next() * 6;
     const lon = -1 + rng.next() * 7;
     const noms = new Set<string>();
@@ -118,8 +99,8 @@ function territoire(rng: Rng): Commune[] {
     return {
       code: c.code,
       nom: c.nom,
-      cp: c.codesPostaux![0],
-      departement: c.departement!,
+      cp: c.cp,
+      departement: c.departement,
       lat,
       lon,
       niveau: 1500 + rng.next() * 7500,
