@@ -427,8 +427,11 @@ export function createPipeline(deps: {
     rights: auth.rights,
     /** Admin changes: keys and balances are read afresh. */
     forget: auth.forget,
-    /** Stops what the pipeline runs in the background (the database's announcements). */
-    close: auth.close,
+    /** Stops what the pipeline runs in the background (the database's announcements, the purge of fingerprints). */
+    close() {
+      debiter.close();
+      return auth.close();
+    },
   };
 }
 

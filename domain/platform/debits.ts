@@ -22,6 +22,24 @@ export interface AnswerDebitOutcome {
 
 // A batch is one statement; its arrays stay small enough to parse fast and to keep one batch's wait short.
 const MAX_BATCH = 500;
+// Fingerprints of answers served more than a day ago spare no debit any more: each instance deletes them this often,
+// a bounded number per statement (instances purging at once just find less to delete).
+const PURGE_EVERY_MS = 10 * 60_000;
+const PURGE_ROWS = 10_000;
+
+/** Deletes the fingerprints of answers served more than 24 h ago (reponses_servies); returns how many. */
+export async function purgeServedAnswers(db: Queryable): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const { rowCount } = await db.query(
+      `DELETE FROM reponses_servies WHERE ctid = ANY (ARRAY(
+         SELECT ctid FROM reponses_servies WHERE servi_le <= now() - interval '24 hours' LIMIT $1))`,
+      [PURGE_ROWS],
+    );
+    purged += rowCount ?? 0;
+    if ((rowCount ?? 0) < PURGE_ROWS) return purged;
+  }
+}
 
 /**
  * Group commit of the answers' debits. A debit waits for the batch that writes it to be committed, so it is durable
@@ -35,6 +53,8 @@ export function createDebiter(db: Queryable) {
   let queue: Array<{ debit: AnswerDebit; resolve: (o: AnswerDebitOutcome) => void; reject: (e: unknown) => void }> = [];
   let writing: Promise<void> | null = null;
   let scheduled = false;
+  // A failed purge is retried at the next one; the rows it leaves only take room.
+  const purge = setInterval(() => purgeServedAnswers(db).catch(() => {}), PURGE_EVERY_MS).unref();
 
   function schedule() {
     if (scheduled || writing) return;
@@ -93,6 +113,9 @@ export function createDebiter(db: Queryable) {
         queue.push({ debit, resolve, reject });
         schedule();
       });
+    },
+    close() {
+      clearInterval(purge);
     },
   };
 }

@@ -204,6 +204,25 @@ describe('credits', () => {
     expect(rows[0]).toEqual({ total: 0, debits: 10 });
   });
 
+  it('holds a key’s monthly cap under concurrent calls: 20 at once with 3 credits of cap left serve exactly 3', async () => {
+    const org = await t.organisation({ acces: 'usage', quota_minute: 1000 });
+    const cle = await t.admin('POST', `/organisations/${org.id}/cles`, { mode: 'live', plafond_mensuel: 5 });
+    expect((await post('/essai/ecrire', cle.body.cle, '{"texte":"ab"}')).statusCode).toBe(200);
+    expect((await post('/essai/ecrire', cle.body.cle, '{"texte":"abc"}')).statusCode).toBe(200);
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        post('/essai/ecrire', cle.body.cle, JSON.stringify({ texte: 'y'.repeat(i + 10) })),
+      ),
+    );
+    expect(results.filter((r) => r.statusCode === 200)).toHaveLength(3);
+    expect(results.every((r) => r.statusCode === 200 || r.json().code === 'plafond_cle')).toBe(true);
+    const { rows } = await t.db.query(
+      `SELECT count(*)::int AS debits FROM mouvements WHERE cle_id = $1 AND genre = 'debit'`,
+      [cle.body.id],
+    );
+    expect(rows[0]).toEqual({ debits: 5 });
+  });
+
   it('bills a Data subscription from its included credits, then free credits', async () => {
     const org = await t.organisation({ acces: 'data' });
     const res = await get('/essai/echo/abc?n=1', org.cle);
