@@ -15,6 +15,7 @@ import { createAuthenticator, type Admission, type Credential } from './platform
 import { createDebiter, type AnswerDebitOutcome } from './platform/debits.ts';
 import { debit } from './platform/ledger.ts';
 import type { Queryable } from '../db/client.ts';
+import { jsonBytes } from '../lib/json-bytes.ts';
 import { createRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { liveIsDemonstration } from './qualite.ts';
 
@@ -156,21 +157,8 @@ interface Result {
 /** A result's output: as computed, or read back from its bytes when it comes from the response memory. */
 const outputOf = (result: Result): unknown => result.output ?? JSON.parse(result.payload.toString());
 
-// Buffer.from of a long string measures its UTF-8 length in one pass, then encodes in another; encoding once into a
-// buffer that is surely large enough and copying the bytes out costs half as much. (A single non-Latin-1 character,
-// a € or a narrow space, makes the whole JSON a two-byte string, the slow case for both.)
-let scratch = Buffer.allocUnsafeSlow(64 * 1024);
-
-function utf8(text: string): Buffer {
-  if (text.length * 3 > scratch.length) scratch = Buffer.allocUnsafeSlow(text.length * 3);
-  const length = scratch.write(text, 0);
-  const bytes = Buffer.allocUnsafe(length);
-  scratch.copy(bytes, 0, 0, length);
-  return bytes;
-}
-
 function toResult(operation: Operation, output: unknown): Result {
-  const payload = utf8(JSON.stringify(output));
+  const payload = jsonBytes(output);
   const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
   return {
     output,

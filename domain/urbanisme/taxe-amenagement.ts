@@ -4,6 +4,7 @@ import { defineOperation } from '../catalogue.ts';
 import { communeByCode, isCollectiviteOutreMer, isIleDeFrance, type Commune } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { inSandboxCommunes, SANDBOX_COMMUNES } from '../platform/sandbox.ts';
+import { constant } from '../../lib/json-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Legal values. Every figure the estimate uses comes from this table or from the request: nothing else is a number.
@@ -574,6 +575,15 @@ function qualite(ctx: Contexte, totalMin: number | null, totalMax: number | null
   };
 }
 
+// The parts of an answer that follow from the year's scale alone: made, serialised and encoded once each (4 of its
+// 7 KB of text for every new request otherwise).
+const partiesFixes = new Map<string, object>();
+function partieFixe<T extends object>(cle: string, faire: () => T): T {
+  let partie = partiesFixes.get(cle) as T | undefined;
+  if (!partie) partiesFixes.set(cle, (partie = constant(faire())));
+  return partie;
+}
+
 /** The fields every answer carries, whatever its status. */
 function reponse(ctx: Contexte, partiel: Partial<Sortie> & Pick<Sortie, 'statut'>): Sortie {
   const totalMin = partiel.total_min ?? null;
@@ -584,7 +594,7 @@ function reponse(ctx: Contexte, partiel: Partial<Sortie> & Pick<Sortie, 'statut'
     annee_valeurs: ctx.bareme.annee,
     a_jour_le: ctx.bareme.verifieLe,
     formule: formule(ctx),
-    valeurs: listeValeurs(ctx),
+    valeurs: partieFixe(`valeurs|${ctx.bareme.annee}|${ctx.idf}`, () => listeValeurs(ctx)),
     assiette: [],
     assiette_min: null,
     assiette_max: null,
@@ -599,8 +609,8 @@ function reponse(ctx: Contexte, partiel: Partial<Sortie> & Pick<Sortie, 'statut'
     declaration: [],
     fiscalite_locale: null,
     hypotheses: [],
-    sources: sourcesCommunes(),
-    limites: limitesCommunes(ctx),
+    sources: partieFixe('sources', sourcesCommunes),
+    limites: partieFixe(`limites|${ctx.bareme.annee}|${ctx.annee}`, () => limitesCommunes(ctx)),
     qualite: qualite(ctx, totalMin, totalMax),
     ...partiel,
   };

@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * JSON in UTF-8, as answers are sent, hashed and kept. Most of some answers is the same for every request (legal
+ * values, sources, limits: 60 % of a `taxe_amenagement` answer); `constant` marks such a part so that it is
+ * serialised and encoded once, and `jsonBytes` copies its bytes into each answer instead of serialising and encoding
+ * it again (on this machine both cost about 4 µs per KB of French text).
+ */
+
+// Encoding a long string into a buffer surely large enough and copying the bytes out costs half of what Buffer.from
+// does (which measures the UTF-8 length in one pass, then encodes in another).
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+
+export function utf8(text: string): Buffer {
+  if (text.length * 3 > scratch.length) scratch = Buffer.allocUnsafeSlow(text.length * 3);
+  const length = scratch.write(text, 0);
+  const bytes = Buffer.allocUnsafe(length);
+  scratch.copy(bytes, 0, 0, length);
+  return bytes;
+}
+
+// The constant parts met by the serialisation under way (null outside jsonBytes: a constant then serialises as the
+// plain value it is, wherever else it goes: the Hub's prompts, MCP, logs).
+let met: Buffer[] | null = null;
+// A constant stands in the JSON text as a string no answer can otherwise hold: a NUL and this process's own nonce.
+const MARK = `\u0000${randomUUID()}:`;
+const MARKED = new RegExp(`"\\\\u0000${MARK.slice(1)}(\\d+)"`, 'g');
+
+/**
+ * Marks `value` (an object or array, never changed afterwards: it is frozen) as a constant part of answers: its JSON
+ * bytes are made now, once. The value stays a plain value for every other use.
+ */
+export function constant<T extends object>(value: T): T {
+  const bytes = utf8(JSON.stringify(value));
+  Object.defineProperty(value, 'toJSON', {
+    value(this: T) {
+      if (!met) return this;
+      met.push(bytes);
+      return MARK + (met.length - 1);
+    },
+  });
+  return deepFreeze(value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** `value` as JSON in UTF-8, the bytes of its constant parts copied in. */
+export function jsonBytes(value: unknown): Buffer {
+  met = [];
+  let text: string;
+  let parts: Buffer[];
+  try {
+    text = JSON.stringify(value);
+  } finally {
+    parts = met;
+    met = null;
+  }
+  if (parts.length === 0) return utf8(text);
+  const chunks: Buffer[] = [];
+  let from = 0;
+  for (const m of text.matchAll(MARKED)) {
+    chunks.push(utf8(text.slice(from, m.index)), parts[Number(m[1])]!);
+    from = m.index + m[0].length;
+  }
+  chunks.push(utf8(text.slice(from)));
+  return Buffer.concat(chunks);
+}
