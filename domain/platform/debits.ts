@@ -81,14 +81,19 @@ export function createDebiter(db: Queryable) {
         debites: number;
         restants: number;
         servi_le: Date | null;
-      }>('SELECT * FROM svc_debiter_lot($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::text[], $6::text[])', [
-        d.map((x) => x.organisationId),
-        d.map((x) => x.cleId),
-        d.map((x) => x.credits),
-        d.map((x) => x.operation),
-        d.map((x) => x.requete),
-        d.map((x) => x.empreinte),
-      ]);
+      }>({
+        // Named: each connection parses and plans the statement once, not once per batch.
+        name: 'svc_debiter_lot',
+        text: 'SELECT * FROM svc_debiter_lot($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::text[], $6::text[])',
+        values: [
+          d.map((x) => x.organisationId),
+          d.map((x) => x.cleId),
+          d.map((x) => x.credits),
+          d.map((x) => x.operation),
+          d.map((x) => x.requete),
+          d.map((x) => x.empreinte),
+        ],
+      });
       const byRank = new Map(rows.map((r) => [r.rang, r]));
       batch.forEach((b, i) => {
         const r = byRank.get(i + 1);
