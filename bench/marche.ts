@@ -364,7 +364,7 @@ async function main() {
           '| rebuild | runs (s) | median |',
           '|---|---|---|',
           `| \`marche_prix\` for the ${codes.length} communes and their départements (${ecrites.toLocaleString('en')} rows: year and quarter, by type) | ${prix.map((x) => x.toFixed(2)).join(', ')} | **${median(prix).toFixed(2)} s** |`,
-          `| derived tables: ${sortie!.indicateurs} communes' indicators, ${sortie!.classement} ranking rows, ${sortie!.iris} IRIS rows, ${sortie!.secteurs} postal codes | ${derives.map((x) => x.toFixed(2)).join(', ')} | **${median(derives).toFixed(2)} s** |`,
+          `| derived tables: ${sortie!.indicateurs} communes' indicators, ${sortie!.classement} ranking rows, ${sortie!.bassins} neighbourhood rows, ${sortie!.iris} IRIS rows, ${sortie!.secteurs} postal codes | ${derives.map((x) => x.toFixed(2)).join(', ')} | **${median(derives).toFixed(2)} s** |`,
           '',
           `Reads through the service as \`npm start\` runs it (embedded Temporal, worker, logs to a file) on this database, the load generator in its own process, ${CONCURRENCES.join(' then ')} request(s) at a time (each on its own half of the inputs), every request a new input (none answered from the service's memory), after ${prixChauffe.length + WARMUP * 2} warm-up requests (each kind of read). Target p95 < 20 ms.`,
           '',

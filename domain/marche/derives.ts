@@ -8,13 +8,14 @@ import type { LignePrix, TypeLogement } from './agregats.ts';
 import { ARRONDISSEMENTS } from './entrees.ts';
 import { calculerIndicateurs, type Indicateurs, type Sources } from './indicateurs.ts';
 import { reconstruireIris } from './iris.ts';
-import { VOISINAGE, type Voisin } from './prix.ts';
+import { resumerBassins, VOISINAGE, type Bassin } from './prix.ts';
 import { reconstruireSecteurs } from './secteur.ts';
 
 /**
- * The derived tables of palmares_communes, comparer_communes, prix_iris and secteur (db/migrations/024): rebuilt whole
- * for a dataset after each DVF, DPE, rent, A/B/C zoning or IRIS import, in one transaction, from the aggregates of
- * `marche_prix` and the reference tables, with the rules of the market sheet (calculerIndicateurs).
+ * The derived tables of palmares_communes, comparer_communes, prix_iris and secteur (db/migrations/024) and the
+ * neighbourhoods of prix_commune's scale (026): rebuilt whole for a dataset after each DVF, DPE, rent, A/B/C zoning or
+ * IRIS import, in one transaction, from the aggregates of `marche_prix` and the reference tables, with the rules of
+ * the market sheet (calculerIndicateurs).
  */
 
 /** The tables these rebuilds write, each with a `dataset` column. */
@@ -24,6 +25,7 @@ export const TABLES_MARCHE = [
   'marche_derives',
   'marche_iris',
   'marche_secteur',
+  'marche_bassins',
 ] as const;
 
 /** The loan assumption of the cash-flow: documented in palmares_communes's description. */
@@ -452,23 +454,12 @@ export async function calculerTout(db: Queryable, dataset: Dataset) {
   const loyersParInsee = grouper(loyers.rows, (r) => r.insee);
   const zoneDe = new Map(zones.rows.map((z) => [z.insee, z.zone]));
   const dpeDe = new Map(dpe.rows.map((d) => [d.insee, d]));
-  const centreDe = new Map(centres.rows.map((c) => [c.insee, c]));
   const voisinsDe = grille(centres.rows);
-  // A neighbour's yearly medians by type, as lireVoisins reads them.
-  const voisinage = new Map<string, Voisin[]>();
-  for (const [code, rows] of parCode) {
-    voisinage.set(
-      code,
-      rows
-        .filter((r) => r.type !== 'global' && r.ventes > 0 && r.prix_m2_median !== null)
-        .map((r) => ({
-          code,
-          type: r.type as TypeLogement,
-          annee: r.annee,
-          ventes: r.ventes,
-          prix_m2_median: r.prix_m2_median!,
-        })),
-    );
+  // Every commune with a centre, sales of its own or not: one without any is still estimated from its neighbours.
+  const bassins = new Map<string, Bassin[]>();
+  for (const c of centres.rows) {
+    const bassin = resumerBassins(voisinsDe(c.lat, c.lon, c.insee).map((v) => parCode.get(v) ?? []));
+    if (bassin.length > 0) bassins.set(c.insee, bassin);
   }
   const codes = new Set<string>([...parCode.keys(), ...loyersParInsee.keys(), ...dpeDe.keys()]);
   const lignes: Array<{ ligne: LigneIndicateurs; i: Indicateurs }> = [];
@@ -479,10 +470,13 @@ export async function calculerTout(db: Queryable, dataset: Dataset) {
     const propres = parCode.get(insee) ?? [];
     if (!commune && propres.length === 0) continue;
     const departement = commune?.departement ?? insee.slice(0, 2);
-    const centre = centreDe.get(insee);
-    const voisins = centre ? voisinsDe(centre.lat, centre.lon, insee).flatMap((v) => voisinage.get(v) ?? []) : [];
     const sources: Sources = {
-      marche: { lignes: propres, departement: parDep.get(departement) ?? [], voisins, donneesDu },
+      marche: {
+        lignes: propres,
+        departement: parDep.get(departement) ?? [],
+        bassins: bassins.get(insee) ?? [],
+        donneesDu,
+      },
       loyers: Object.fromEntries(
         (loyersParInsee.get(insee) ?? []).map((l) => [
           l.type_logement,
@@ -496,7 +490,7 @@ export async function calculerTout(db: Queryable, dataset: Dataset) {
     lignes.push({ ligne: ligneDe(i), i });
   }
   const modeles = residuels(lignes);
-  return { lignes, modeles, donneesDu };
+  return { lignes, modeles, donneesDu, bassins };
 }
 
 const COLONNES_INDICATEURS = [
@@ -552,13 +546,29 @@ const TYPES_SQL: Record<(typeof COLONNES_INDICATEURS)[number], string> = {
 /** Rows written in one statement: a JSON array read by json_to_recordset. */
 const LOT = 5000;
 
+/** Replaces the dataset's neighbourhoods (marche_bassins) by these; returns the rows written. */
+async function ecrireBassins(client: Queryable, dataset: Dataset, bassins: Map<string, Bassin[]>) {
+  await client.query('DELETE FROM marche_bassins WHERE dataset = $1', [dataset]);
+  const lignes = [...bassins].flatMap(([insee, liste]) => liste.map((b) => ({ insee, ...b })));
+  for (let k = 0; k < lignes.length; k += LOT) {
+    await client.query(
+      `INSERT INTO marche_bassins (dataset, insee, type, annee, nb_voisins, n_ventes, prix_m2)
+       SELECT $1, insee, type, annee, nb_voisins, n_ventes, prix_m2
+         FROM json_to_recordset($2::json) AS r(insee text, type text, annee smallint, nb_voisins integer,
+                                               n_ventes integer, prix_m2 float8)`,
+      [dataset, JSON.stringify(lignes.slice(k, k + LOT))],
+    );
+  }
+  return lignes.length;
+}
+
 /**
  * Rebuilds every derived table of the Communes market for `dataset` in one transaction: readers see the old
  * rankings or the new ones, never half. Returns the rows written per table.
  */
 export async function reconstruireDerives(db: Executant, dataset: Dataset) {
   return enTransaction(db, async (client) => {
-    const { lignes, modeles, donneesDu } = await calculerTout(client, dataset);
+    const { lignes, modeles, donneesDu, bassins } = await calculerTout(client, dataset);
     await client.query('DELETE FROM marche_indicateurs WHERE dataset = $1', [dataset]);
     await client.query('DELETE FROM marche_classement WHERE dataset = $1', [dataset]);
     const definition = COLONNES_INDICATEURS.map((c) => `${c} ${TYPES_SQL[c]}`).join(', ');
@@ -596,9 +606,10 @@ export async function reconstruireDerives(db: Executant, dataset: Dataset) {
                                            calcule_le = excluded.calcule_le`,
       [dataset, JSON.stringify(modeles), donneesDu],
     );
+    const voisinages = await ecrireBassins(client, dataset, bassins);
     const prixCommune = new Map(lignes.map(({ i }) => [i.insee, i]));
     const iris = await reconstruireIris(client, dataset, prixCommune);
     const secteurs = await reconstruireSecteurs(client, dataset);
-    return { indicateurs: lignes.length, classement: classees, iris, secteurs };
+    return { indicateurs: lignes.length, classement: classees, bassins: voisinages, iris, secteurs };
   });
 }

@@ -4,8 +4,9 @@ import { drapeaux, type Drapeau, type Qualite } from '../qualite.ts';
 import { lirePrix, type LignePrix, type TypeLogement } from './agregats.ts';
 
 /**
- * The price scale of a commune (prix_commune) from the aggregates of `marche_prix`: the figures and the rules that
- * make them, in one place (the operation's description quotes these constants).
+ * The price scale of a commune (prix_commune) from the aggregates of `marche_prix` and the neighbourhoods of
+ * `marche_bassins`: the figures and the rules that make them, in one place (the operation's description quotes these
+ * constants).
  */
 
 export const TYPES_LOGEMENT: readonly TypeLogement[] = ['appartement', 'maison'];
@@ -30,26 +31,49 @@ function demiBande(median: number | null, p25: number | null, p75: number | null
   return Math.round(((1.58 * (p75 - p25)) / Math.sqrt(n) / median) * 1000) / 10;
 }
 
-export interface Voisin {
-  code: string;
+/**
+ * The neighbourhood of a commune for one type and vintage, what the shrinkage of the scale borrows: precomputed by
+ * the rebuild of the derived tables (table marche_bassins) from the neighbours' yearly medians (resumerBassins).
+ */
+export interface Bassin {
   type: TypeLogement;
   annee: number;
-  ventes: number;
-  prix_m2_median: number;
+  /** Neighbouring communes having sales of the type in the vintage. */
+  nb_voisins: number;
+  /** Their sales, never 0: a neighbourhood without sales has no summary. */
+  n_ventes: number;
+  /** Their medians weighted by their sales. */
+  prix_m2: number;
 }
 
-/** The aggregates of the neighbouring communes (yearly, by type): one read over the communes' centres. */
-export async function lireVoisins(db: Queryable, dataset: Dataset, insee: string): Promise<Voisin[]> {
-  const { rows } = await db.query<Voisin>(
-    `SELECT p.code, p.type, p.annee, p.ventes, p.prix_m2_median
-       FROM communes c
-       JOIN communes v ON v.dataset = c.dataset AND v.insee <> c.insee
-                      AND v.lat IS NOT NULL AND v.lat BETWEEN c.lat - $3 AND c.lat + $3
-                      AND v.lon BETWEEN c.lon - $4 AND c.lon + $4
-       JOIN marche_prix p ON p.dataset = c.dataset AND p.niveau = 'commune' AND p.code = v.insee
-                         AND p.trimestre = 0 AND p.type <> 'global' AND p.ventes > 0
-      WHERE c.dataset = $1 AND c.insee = $2`,
-    [dataset, insee, VOISINAGE.lat, VOISINAGE.lon],
+/**
+ * The neighbourhood per type and vintage from the yearly aggregates of each neighbouring commune (their `marche_prix`
+ * rows of the whole year): only the rows of a type of dwelling with sales count. The rebuild runs it for every commune
+ * of France over its tens of neighbours: hence a numeric key and no concatenated list.
+ */
+export function resumerBassins(
+  voisins: ReadonlyArray<ReadonlyArray<Pick<LignePrix, 'type' | 'annee' | 'ventes' | 'prix_m2_median'>>>,
+): Bassin[] {
+  const parTypeAnnee = new Map<number, Omit<Bassin, 'prix_m2'> & { somme: number }>();
+  for (const lignes of voisins) {
+    for (const v of lignes) {
+      if (v.type === 'global' || v.ventes <= 0 || v.prix_m2_median === null) continue;
+      const cle = v.annee * 2 + (v.type === 'maison' ? 1 : 0);
+      let b = parTypeAnnee.get(cle);
+      if (!b) parTypeAnnee.set(cle, (b = { type: v.type, annee: v.annee, nb_voisins: 0, n_ventes: 0, somme: 0 }));
+      b.nb_voisins += 1;
+      b.n_ventes += v.ventes;
+      b.somme += v.ventes * v.prix_m2_median;
+    }
+  }
+  return [...parTypeAnnee.values()].map(({ somme, ...b }) => ({ ...b, prix_m2: somme / b.n_ventes }));
+}
+
+/** The commune's neighbourhood as the last rebuild wrote it: one range of the primary key. */
+async function lireBassins(db: Queryable, dataset: Dataset, insee: string): Promise<Bassin[]> {
+  const { rows } = await db.query<Bassin>(
+    `SELECT type, annee, nb_voisins, n_ventes, prix_m2 FROM marche_bassins WHERE dataset = $1 AND insee = $2`,
+    [dataset, insee],
   );
   return rows;
 }
@@ -73,21 +97,21 @@ export interface ItemBareme {
 export interface Marche {
   lignes: LignePrix[];
   departement: LignePrix[];
-  voisins: Voisin[];
+  bassins: Bassin[];
   donneesDu: string | null;
 }
 
 export async function lireMarche(db: Queryable, dataset: Dataset, insee: string, departement: string): Promise<Marche> {
-  const [lignes, dep, voisins, date] = await Promise.all([
+  const [lignes, dep, bassins, date] = await Promise.all([
     lirePrix(db, dataset, 'commune', insee, true),
     lirePrix(db, dataset, 'departement', departement, true),
-    lireVoisins(db, dataset, insee),
+    lireBassins(db, dataset, insee),
     db.query<{ d: string | null }>(
       `SELECT to_char(max(derniere_mutation), 'YYYY-MM-DD') AS d FROM dvf_millesimes WHERE dataset = $1`,
       [dataset],
     ),
   ]);
-  return { lignes, departement: dep, voisins, donneesDu: date.rows[0]?.d ?? null };
+  return { lignes, departement: dep, bassins, donneesDu: date.rows[0]?.d ?? null };
 }
 
 const annuelle = (lignes: LignePrix[], type: LignePrix['type'], annee: number) =>
@@ -97,19 +121,19 @@ const METHODE_BAREME = `Médiane des prix au m² des ventes d'un seul logement (
 
 /** The scale: for each type and each vintage the commune or its neighbours have, the price and how it was made. */
 export function bareme(m: Marche, types: readonly TypeLogement[], donneesDu: string | null): ItemBareme[] {
-  const annees = [...new Set([...m.lignes, ...m.voisins].map((l) => l.annee))].sort((a, b) => a - b);
+  const annees = [...new Set([...m.lignes, ...m.bassins].map((l) => l.annee))].sort((a, b) => a - b);
   const items: ItemBareme[] = [];
   for (const type of types) {
     for (const annee of annees) {
       const local = annuelle(m.lignes, type, annee);
       const precedente = annuelle(m.lignes, type, annee - 1);
       const tous = annuelle(m.lignes, 'global', annee);
-      const voisins = m.voisins.filter((v) => v.type === type && v.annee === annee);
+      const voisinage = m.bassins.find((b) => b.type === type && b.annee === annee);
       const n = local?.ventes ?? 0;
       const recentes = n + (precedente?.ventes ?? 0);
-      const nBassin = voisins.reduce((s, v) => s + v.ventes, 0);
+      const nBassin = voisinage?.n_ventes ?? 0;
       if (n === 0 && nBassin === 0) continue;
-      const bassin = nBassin > 0 ? voisins.reduce((s, v) => s + v.ventes * v.prix_m2_median, 0) / nBassin : null;
+      const bassin = voisinage?.prix_m2 ?? null;
       const prixLocal = local?.prix_m2_median ?? null;
       let label: ItemBareme['label'];
       let prix: number | null;
@@ -141,7 +165,7 @@ export function bareme(m: Marche, types: readonly TypeLogement[], donneesDu: str
         label,
         n_ventes: n,
         n_ventes_recentes: recentes,
-        nb_voisins: voisins.length,
+        nb_voisins: voisinage?.nb_voisins ?? 0,
         n_ventes_bassin: nBassin,
         poids_local: label === null ? null : Math.round(poids * 1000) / 1000,
         dominance: tous && tous.ventes > 0 ? Math.round((n / tous.ventes) * 1000) / 1000 : null,

@@ -236,7 +236,7 @@ describe('the expected-price model', () => {
       const attendu = Math.exp(1 + 1.2 * Math.log(loyer) + 0.05 * Math.log(population));
       const prix = Math.round(k === 9 ? attendu * 0.7 : attendu);
       const i = calculerIndicateurs('33001', {
-        marche: { lignes: [], departement: [], voisins: [], donneesDu: null },
+        marche: { lignes: [], departement: [], bassins: [], donneesDu: null },
         loyers: {},
         zone: null,
         dpe: undefined,

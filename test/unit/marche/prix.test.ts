@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operation } from '../../../domain/catalogue.ts';
 import { importDvf } from '../../../domain/dvf/import.ts';
+import { reconstruireDerives } from '../../../domain/marche/derives.ts';
 import { marcheOperations } from '../../../domain/marche/operations.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 import { etalab, HEADER } from '../dvf/fixtures.ts';
@@ -96,18 +97,25 @@ const get = async (url: string) => {
   return { status: res.statusCode, body: res.json() };
 };
 
+/** Centres of communes as the communes import writes them. */
+const centres = (...communes: Array<[insee: string, nom: string, lat: number, lon: number]>) =>
+  t.db.query(
+    `INSERT INTO communes (dataset, insee, nom, type, departement, codes_postaux, lat, lon)
+     SELECT 'live', insee, nom, 'commune-actuelle', '33', '{}', lat, lon
+       FROM json_to_recordset($1::json) AS c(insee text, nom text, lat float8, lon float8)`,
+    [JSON.stringify(communes.map(([insee, nom, lat, lon]) => ({ insee, nom, lat, lon })))],
+  );
+
 describe('prix_commune: estimation from the neighbouring communes', () => {
   it.skipIf(!hasAbzac)(`shrinks a commune with few sales toward its neighbours${SKIP}`, async () => {
     // Abzac and a neighbour 5 km away with 30 flats sold in 2022 at a median of 3 000 €/m².
-    await t.db.query(
-      `INSERT INTO communes (dataset, insee, nom, type, departement, codes_postaux, lat, lon) VALUES
-         ('live', '33001', 'Abzac', 'commune-actuelle', '33', '{33230}', 45.014, -0.124),
-         ('live', '33399', 'Voisine', 'commune-actuelle', '33', '{}', 45.05, -0.10)`,
-    );
+    await centres(['33001', 'Abzac', 45.014, -0.124], ['33399', 'Voisine', 45.05, -0.1]);
     await t.db.query(
       `INSERT INTO marche_prix (dataset, niveau, code, type, annee, trimestre, ventes, prix_m2_median)
        VALUES ('live', 'commune', '33399', 'appartement', 2022, 0, 30, 3000)`,
     );
+    // What a DVF import runs after writing marche_prix: the neighbourhoods are rebuilt, not read per request.
+    await reconstruireDerives(t.db, 'live');
     try {
       const { body } = await get('/communes/33001/prix?type=appartement');
       const item = body.bareme.find((b: { millesime: number }) => b.millesime === 2022);
@@ -126,6 +134,35 @@ describe('prix_commune: estimation from the neighbouring communes', () => {
     } finally {
       await t.db.query(`DELETE FROM communes WHERE dataset = 'live' AND insee IN ('33001', '33399')`);
       await t.db.query(`DELETE FROM marche_prix WHERE dataset = 'live' AND code = '33399'`);
+      await reconstruireDerives(t.db, 'live');
+    }
+  });
+
+  it.skipIf(!hasAbzac)(`prices a commune without any sale from its neighbours, once rebuilt${SKIP}`, async () => {
+    // Coutras, 3 km from Abzac, has no sale in the data: its houses are priced from Abzac's.
+    await centres(['33001', 'Abzac', 45.014, -0.124], ['33138', 'Coutras', 45.04, -0.127]);
+    try {
+      // The centres alone change nothing: the neighbourhoods are those of the last rebuild.
+      expect((await get('/communes/33138/prix')).body).toMatchObject({ commune: 'Coutras', bareme: [] });
+      await reconstruireDerives(t.db, 'live');
+      const { status, body } = await get('/communes/33138/prix?type=maison');
+      expect(status, JSON.stringify(body)).toBe(200);
+      const abzac = medianesDuFichier(ABZAC).maison;
+      const item = body.bareme.find((b: { millesime: number }) => b.millesime === 2021);
+      expect(item).toMatchObject({
+        label: 'estime',
+        n_ventes: 0,
+        prix_m2_local: null,
+        nb_voisins: 1,
+        n_ventes_bassin: abzac.length,
+        poids_local: 0,
+        prix_m2: Math.round(mediane(abzac)),
+      });
+      expect(item.qualite.provenance).toBe('estime');
+      expect(body.serie).toEqual([]);
+    } finally {
+      await t.db.query(`DELETE FROM communes WHERE dataset = 'live' AND insee IN ('33001', '33138')`);
+      await reconstruireDerives(t.db, 'live');
     }
   });
 });
