@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 /**
  * JSON in UTF-8, as answers are sent, hashed and kept. Most of some answers is the same for every request (legal
- * values, sources, limits: 60 % of a `taxe_amenagement` answer); `constant` marks such a part so that it is
+ * values, sources, limits: 70 % of a `taxe_amenagement` answer); `constant` marks such a part so that it is
  * serialised and encoded once, and `jsonBytes` copies its bytes into each answer instead of serialising and encoding
  * it again (on this machine both cost about 4 µs per KB of French text).
  */

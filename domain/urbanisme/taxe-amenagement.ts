@@ -524,16 +524,31 @@ function sourcesCommunes(): string[] {
   ];
 }
 
+const PAIEMENT_ATTENDU = {
+  inconnu: '',
+  une_fois: ' Au vu de l’estimation, un paiement en une fois est attendu.',
+  deux_fois: ' Au vu de l’estimation, un paiement en deux fois est attendu.',
+  selon_taux: ' Selon les taux réellement votés, le paiement se fera en une ou en deux fois.',
+} as const;
+
 function etapesDeclaration(ctx: Contexte, totalMin: number | null, totalMax: number | null): Sortie['declaration'] {
   const seuil = v(ctx, 'seuil_titre_unique_eur');
-  let paiement =
-    `Paiement sur titre de perception : un titre unique si le montant n'excède pas ${fmt(seuil)} €, sinon deux titres ` +
-    "de moitié chacun ; le titre unique ou le premier est émis à compter de 90 jours après l'achèvement, le second six mois après le premier.";
-  if (totalMin !== null && totalMax !== null) {
-    if (totalMax <= seuil) paiement += ' Au vu de l’estimation, un paiement en une fois est attendu.';
-    else if (totalMin > seuil) paiement += ' Au vu de l’estimation, un paiement en deux fois est attendu.';
-    else paiement += ' Selon les taux réellement votés, le paiement se fera en une ou en deux fois.';
-  }
+  const attendu: keyof typeof PAIEMENT_ATTENDU =
+    totalMin === null || totalMax === null
+      ? 'inconnu'
+      : totalMax <= seuil
+        ? 'une_fois'
+        : totalMin > seuil
+          ? 'deux_fois'
+          : 'selon_taux';
+  return partieFixe(`declaration|${ctx.bareme.annee}|${attendu}`, () => etapes(ctx, attendu));
+}
+
+function etapes(ctx: Contexte, attendu: keyof typeof PAIEMENT_ATTENDU): Sortie['declaration'] {
+  const paiement =
+    `Paiement sur titre de perception : un titre unique si le montant n'excède pas ${fmt(v(ctx, 'seuil_titre_unique_eur'))} €, sinon deux titres ` +
+    "de moitié chacun ; le titre unique ou le premier est émis à compter de 90 jours après l'achèvement, le second six mois après le premier." +
+    PAIEMENT_ATTENDU[attendu];
   return [
     {
       etape:
@@ -575,13 +590,15 @@ function qualite(ctx: Contexte, totalMin: number | null, totalMax: number | null
   };
 }
 
-// The parts of an answer that follow from the year's scale alone: made, serialised and encoded once each (4 of its
-// 7 KB of text for every new request otherwise).
-const partiesFixes = new Map<string, object>();
-function partieFixe<T extends object>(cle: string, faire: () => T): T {
-  let partie = partiesFixes.get(cle) as T | undefined;
-  if (!partie) partiesFixes.set(cle, (partie = constant(faire())));
-  return partie;
+// The parts of an answer that follow from the year's scale alone (values, formula, sources, limits, the declaration's
+// steps: 10 of the 14 KB of an answer): made, serialised and encoded once each, not for every new request.
+const partiesFixes = new Map<string, unknown>();
+function partieFixe<T>(cle: string, faire: () => T): T {
+  if (!partiesFixes.has(cle)) {
+    const partie = faire();
+    partiesFixes.set(cle, typeof partie === 'object' && partie !== null ? constant(partie) : partie);
+  }
+  return partiesFixes.get(cle) as T;
 }
 
 /** The fields every answer carries, whatever its status. */
@@ -593,7 +610,7 @@ function reponse(ctx: Contexte, partiel: Partial<Sortie> & Pick<Sortie, 'statut'
     regle: REGLE,
     annee_valeurs: ctx.bareme.annee,
     a_jour_le: ctx.bareme.verifieLe,
-    formule: formule(ctx),
+    formule: partieFixe(`formule|${ctx.bareme.annee}|${ctx.idf}`, () => formule(ctx)),
     valeurs: partieFixe(`valeurs|${ctx.bareme.annee}|${ctx.idf}`, () => listeValeurs(ctx)),
     assiette: [],
     assiette_min: null,

@@ -113,6 +113,24 @@ describe('taxe_amenagement', () => {
     expect(r.declaration.some((d) => d.etape.includes('deux fois'))).toBe(true);
   });
 
+  it('tells each estimate its own expected payment, one estimate after another', async () => {
+    const paiement = async (surface: number, taux?: number) => {
+      const r = await estimer({
+        insee: '33234',
+        surface_taxable_creee_m2: surface,
+        residence_principale: false,
+        ...(taux === undefined ? {} : { taux_communal_pct: taux, taux_departemental_pct: 1.3 }),
+      });
+      return r.declaration.find((d) => d.etape.startsWith('Paiement'))!.etape;
+    };
+    // 20 m² at 892 €/m² and 6.3 %: about 1 124 €, under the 1 500 € of a single payment; 500 m²: about 28 098 €.
+    expect(await paiement(20, 5)).toContain('en une fois est attendu');
+    expect(await paiement(500, 5)).toContain('en deux fois est attendu');
+    // Without the rates, 25 m² spans both sides of 1 500 € (1 % to 5 % communal, up to 2.5 % departmental).
+    expect(await paiement(25)).toContain('Selon les taux réellement votés');
+    expect(await paiement(20, 5)).toContain('en une fois est attendu');
+  });
+
   it('uses the Île-de-France value and adds a regional share in Paris', async () => {
     const r = await estimer({ insee: '75111', surface_taxable_creee_m2: 80, residence_principale: false });
 
