@@ -34,6 +34,7 @@ export async function emptyDvf(db: Pick<Db, 'query'>, dataset: Dataset): Promise
   await db.query('DELETE FROM dvf_millesimes WHERE dataset = $1', [dataset]);
   // The market's aggregates are computed from these sales only.
   await db.query('DELETE FROM marche_prix WHERE dataset = $1', [dataset]);
+  await db.query('DELETE FROM marche_centres WHERE dataset = $1', [dataset]);
 }
 
 export type FreshVintages = ReturnType<typeof createFreshVintages>;

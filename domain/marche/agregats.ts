@@ -63,6 +63,17 @@ export async function reconstruireMarche(
           AND ((niveau = 'commune' AND code = ANY($2)) OR (niveau = 'departement' AND code = ANY($3)))`,
       [dataset, insees, departements],
     );
+    // Where the communes' sales are: their centre when the administrative split gives none (027_marche_centres).
+    await client.query(`DELETE FROM marche_centres WHERE dataset = $1 AND insee = ANY($2)`, [dataset, insees]);
+    await client.query(
+      `INSERT INTO marche_centres (dataset, insee, lat, lon, mutations)
+       SELECT $1, insee, percentile_cont(0.5) WITHIN GROUP (ORDER BY lat),
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY lon), count(*)::int
+         FROM dvf_mutations
+        WHERE dataset = $1 AND insee = ANY($2) AND lat IS NOT NULL AND lon IS NOT NULL
+        GROUP BY insee`,
+      [dataset, insees],
+    );
     let ecrites = 0;
     for (const [niveau, colonne, codes] of [
       ['commune', 'insee', insees],

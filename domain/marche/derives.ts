@@ -425,8 +425,13 @@ export async function calculerTout(db: Queryable, dataset: Dataset) {
         ORDER BY code, type, annee`,
     [dataset],
   );
+  // A commune's centre as the administrative split gives it, else the centre of its sales (marche_centres).
   const centres = await db.query<{ insee: string; lat: number; lon: number }>(
-    `SELECT insee, lat, lon FROM communes WHERE dataset = $1 AND lat IS NOT NULL AND lon IS NOT NULL`,
+    `SELECT insee, lat, lon FROM communes WHERE dataset = $1 AND lat IS NOT NULL AND lon IS NOT NULL
+     UNION ALL
+     SELECT s.insee, s.lat, s.lon FROM marche_centres s
+      WHERE s.dataset = $1 AND NOT EXISTS (SELECT 1 FROM communes c WHERE c.dataset = s.dataset AND c.insee = s.insee
+                                                                     AND c.lat IS NOT NULL AND c.lon IS NOT NULL)`,
     [dataset],
   );
   const loyers = await db.query<Omit<LoyerCommune, 'nature'>>(

@@ -117,7 +117,7 @@ export async function lireMarche(db: Queryable, dataset: Dataset, insee: string,
 const annuelle = (lignes: LignePrix[], type: LignePrix['type'], annee: number) =>
   lignes.find((l) => l.type === type && l.annee === annee && l.trimestre === 0);
 
-const METHODE_BAREME = `Médiane des prix au m² des ventes d'un seul logement (vente, VEFA, adjudication ; ni vente en bloc, ni local professionnel, ni prix ou surface hors bornes) du millésime. mesure : au moins ${SEUIL_MESURE} ventes du type sur le millésime et le précédent ; estime : sinon, rétrécissement vers la moyenne des médianes des communes voisines (centre à moins de ~15 km) pondérée par leurs ventes, poids local n / (n + ${PRIOR_VENTES}).`;
+const METHODE_BAREME = `Médiane des prix au m² des ventes d'un seul logement (vente, VEFA, adjudication ; ni vente en bloc, ni local professionnel, ni prix ou surface hors bornes) du millésime. mesure : au moins ${SEUIL_MESURE} ventes du type sur le millésime et le précédent ; estime : sinon, rétrécissement vers la moyenne des médianes des communes voisines (centre à moins de ~15 km ; centre médian de ses ventes géolocalisées pour une commune dont le découpage administratif ne donne pas le centre) pondérée par leurs ventes, poids local n / (n + ${PRIOR_VENTES}).`;
 
 /** The scale: for each type and each vintage the commune or its neighbours have, the price and how it was made. */
 export function bareme(m: Marche, types: readonly TypeLogement[], donneesDu: string | null): ItemBareme[] {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operation } from '../../../domain/catalogue.ts';
 import { importDvf } from '../../../domain/dvf/import.ts';
+import { reconstruireMarche } from '../../../domain/marche/agregats.ts';
 import { reconstruireDerives } from '../../../domain/marche/derives.ts';
 import { marcheOperations } from '../../../domain/marche/operations.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
@@ -162,6 +163,59 @@ describe('prix_commune: estimation from the neighbouring communes', () => {
       expect(body.serie).toEqual([]);
     } finally {
       await t.db.query(`DELETE FROM communes WHERE dataset = 'live' AND insee IN ('33001', '33138')`);
+      await reconstruireDerives(t.db, 'live');
+    }
+  });
+});
+
+describe('prix_commune: neighbours placed by their sales', () => {
+  it.skipIf(!hasAbzac)(`borrows from Abzac for Coutras when the communes carry no centre${SKIP}`, async () => {
+    // The administrative split gives no centre: each commune is placed at the median point of its geolocated sales.
+    const { rows } = await t.db.query(
+      `SELECT count(*)::int AS n FROM communes WHERE dataset = 'live' AND lat IS NOT NULL`,
+    );
+    expect(rows[0].n).toBe(0);
+    // Two houses of Coutras (33138, 3 km north of Abzac) sold in 2021, at 2 000 and 2 400 €/m².
+    const fichier = path.join(dir, 'coutras-2021.csv');
+    const lignes = [
+      { id: '2021-910001', valeur: '200000', surface: '100' },
+      { id: '2021-910002', valeur: '240000', surface: '100' },
+    ].map((v, i) =>
+      etalab({
+        ...v,
+        type: 'Maison',
+        date: '2021-05-01',
+        parcelle: `33138000AB000${i}`,
+        lat: '45.04',
+        lon: '-0.127',
+      }).replace(',33001,Abzac,', ',33138,Coutras,'),
+    );
+    await writeFile(fichier, [HEADER, ...lignes].join('\n') + '\n');
+    try {
+      await importDvf(t.db, fichier);
+      const { status, body } = await get('/communes/33138/prix?type=maison');
+      expect(status, JSON.stringify(body)).toBe(200);
+      const abzac = medianesDuFichier(ABZAC).maison;
+      const item = body.bareme.find((b: { millesime: number }) => b.millesime === 2021);
+      const poids = 2 / (2 + 10);
+      expect(item).toMatchObject({
+        label: 'estime',
+        n_ventes: 2,
+        prix_m2_local: 2200,
+        nb_voisins: 1,
+        n_ventes_bassin: abzac.length,
+        poids_local: Math.round(poids * 1000) / 1000,
+        prix_m2: Math.round(poids * 2200 + (1 - poids) * mediane(abzac)),
+      });
+    } finally {
+      // The sales gone, the aggregates of both communes and of their département rebuilt as an import would.
+      await t.db.query(`DELETE FROM dvf_mutations WHERE dataset = 'live' AND insee = '33138'`);
+      const client = await t.db.connect();
+      try {
+        await reconstruireMarche(client, 'live', ['33001', '33138']);
+      } finally {
+        client.release();
+      }
       await reconstruireDerives(t.db, 'live');
     }
   });
