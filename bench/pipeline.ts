@@ -13,7 +13,7 @@
  * waiting on it with `attendre`.
  */
 import { spawn } from 'node:child_process';
-import { createReadStream, readFileSync } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
@@ -48,6 +48,8 @@ interface LoadResult {
   errors: number;
   /** CPU time of the server's process (all its threads) per answer, in µs. */
   cpuUs?: number;
+  /** CPU time of the server's other processes (the service's PostgreSQL, Temporal and worker) per answer, in µs. */
+  autresCpuUs?: number;
 }
 
 /** `taxe_amenagement`'s body; surfaces of 10 to 100 000 m² with two decimals: ten million distinct requests. */
@@ -81,11 +83,46 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** The processes started by `pid`, at any depth (Linux: /proc). */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => (children.get(p) ?? []).forEach((c) => (out.push(c), walk(c)));
+  walk(pid);
+  return out;
+}
+
+const cpuMsOf = (pids: number[]) =>
+  pids.reduce((sum, pid) => {
+    try {
+      return sum + cpuMs(pid);
+    } catch {
+      return sum;
+    }
+  }, 0);
+
 /** One load run against the server of process `server`. */
 async function load(spec: LoadSpec, server: number): Promise<LoadResult> {
+  const others = descendants(server);
   const cpu = cpuMs(server);
+  const othersCpu = cpuMsOf(others);
   const result: LoadResult = JSON.parse((await child(['--load', JSON.stringify(spec)], true)).line);
-  return { ...result, cpuUs: ((cpuMs(server) - cpu) * 1000) / Math.max(1, result.ok + result.non2xx) };
+  const answers = Math.max(1, result.ok + result.non2xx);
+  return {
+    ...result,
+    cpuUs: ((cpuMs(server) - cpu) * 1000) / answers,
+    autresCpuUs: ((cpuMsOf(others) - othersCpu) * 1000) / answers,
+  };
 }
 
 const loadAverage = () =>
@@ -219,7 +256,7 @@ async function main() {
       const r = results[name];
       const ratios = r.map((x, i) => x.rps / results.bare[i]!.rps);
       const non2xx = r.reduce((sum, x) => sum + x.non2xx + x.errors, 0);
-      return `| ${label} | ${median(r.map((x) => x.rps)).toFixed(0)} | ${median(r.map((x) => x.p50))} | ${median(r.map((x) => x.p99))} | ${non2xx} | ${median(r.map((x) => x.cpuUs!)).toFixed(0)} | ${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(', ')}) |`;
+      return `| ${label} | ${median(r.map((x) => x.rps)).toFixed(0)} | ${median(r.map((x) => x.p50))} | ${median(r.map((x) => x.p99))} | ${non2xx} | ${median(r.map((x) => x.cpuUs!)).toFixed(0)} | ${median(r.map((x) => x.autresCpuUs!)).toFixed(0)} | ${median(ratios).toFixed(2)} (${ratios.map((x) => x.toFixed(2)).join(', ')}) |`;
     };
     const ms = (n: number) => n.toFixed(1);
     await writeSection(
@@ -231,12 +268,13 @@ async function main() {
         `${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per case in the order A B C D, D C B A, after a`,
         `${WARMUP_S} s warm-up of each. Figures: medians over the rounds; "vs bare" compares each round with the bare`,
         'route of the same round (per round in brackets). Server CPU: the CPU time of the process that answers (the',
-        "service's, api and worker, without PostgreSQL's and Temporal's; the bare route's), all its threads, per answer:",
-        `less sensitive than req/s to the machine's other work. Load average (1 / 5 / 15 min) before the runs:`,
+        "service's api; the bare route's), all its threads, per answer: less sensitive than req/s to the machine's",
+        'other work; beside it, that of the processes the service started (its PostgreSQL, Temporal dev server and',
+        'worker). Load average (1 / 5 / 15 min) before the runs:',
         `${loadBefore}, after them: ${loadAfter}.`,
         '',
-        '| route | req/s | p50 ms | p99 ms | non-2xx and errors | server CPU µs per answer | vs bare |',
-        '|---|---|---|---|---|---|---|',
+        '| route | req/s | p50 ms | p99 ms | non-2xx and errors | server CPU µs per answer | its other processes, µs | vs bare |',
+        '|---|---|---|---|---|---|---|---|',
         row('bare Fastify, POST, same JSON', 'bare'),
         row('`taxe_amenagement`, same request again and again (identical answers within 24 h not debited)', 'same'),
         row('`taxe_amenagement`, a new request each time (every answer debited)', 'fresh'),
