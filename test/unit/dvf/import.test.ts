@@ -13,7 +13,9 @@ const ABZAC = path.resolve('../shared/data/dvf/dvf_geoloc_2021_33001_abzac_sampl
 const DGFIP = path.resolve('../shared/data/dvf/ValeursFoncieres-ZZ000001-0000-echantillon-bouchonne.txt');
 const hasAbzac = existsSync(ABZAC);
 const hasDgfip = existsSync(DGFIP);
-const SKIP = '(skipped: ../shared/data/dvf absent)';
+// Said in a test's title only when its file is absent (the test is then skipped).
+const SKIP_ABZAC = hasAbzac ? '' : '(skipped: ../shared/data/dvf absent)';
+const SKIP_DGFIP = hasDgfip ? '' : '(skipped: ../shared/data/dvf absent)';
 
 let db: Db;
 let url: string;
@@ -48,7 +50,7 @@ async function snapshot(dataset: string) {
 }
 
 describe('Etalab DVF géolocalisées (Abzac, 164 rows)', () => {
-  it.skipIf(!hasAbzac)(`imports the 164 rows as 50 mutations, with the recomputed fields ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`imports the 164 rows as 50 mutations, with the recomputed fields ${SKIP_ABZAC}`, async () => {
     const progress: number[] = [];
     const report = await importDvf(db, ABZAC, { onProgress: ({ lus }) => progress.push(lus) });
     expect(report).toMatchObject({
@@ -121,7 +123,7 @@ describe('Etalab DVF géolocalisées (Abzac, 164 rows)', () => {
     expect(millesime.rows).toEqual([expect.objectContaining({ millesime: 2021, mutations: 50 })]);
   });
 
-  it.skipIf(!hasAbzac)(`changes nothing when the same file is imported again ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`changes nothing when the same file is imported again ${SKIP_ABZAC}`, async () => {
     const before = await snapshot('live');
     const millesimes = await db.query('SELECT * FROM dvf_millesimes ORDER BY 1, 2');
     const report = await importDvf(db, ABZAC);
@@ -130,7 +132,7 @@ describe('Etalab DVF géolocalisées (Abzac, 164 rows)', () => {
     expect((await db.query('SELECT * FROM dvf_millesimes ORDER BY 1, 2')).rows).toEqual(millesimes.rows);
   });
 
-  it.skipIf(!hasAbzac)(`writes the sandbox dataset with --sandbox, apart from the live one ${SKIP}`, async () => {
+  it.skipIf(!hasAbzac)(`writes the sandbox dataset with --sandbox, apart from the live one ${SKIP_ABZAC}`, async () => {
     const report = await dvfSource.run(db, ABZAC, { sandbox: true, onProgress: () => {} });
     expect(report).toMatchObject({ lus: 164, gardes: 164 });
     expect(report.details.join('\n')).toMatch(/mutations : 50 \(50 ajoutées, 0 modifiées, 0 inchangées\)/);
@@ -139,7 +141,7 @@ describe('Etalab DVF géolocalisées (Abzac, 164 rows)', () => {
 });
 
 describe('raw DGFiP file (2 500 rows, pipes, decimal commas, CRLF)', () => {
-  it.skipIf(!hasDgfip)(`imports it, parsing decimal commas and grouping lines by document ${SKIP}`, async () => {
+  it.skipIf(!hasDgfip)(`imports it, parsing decimal commas and grouping lines by document ${SKIP_DGFIP}`, async () => {
     const report = await importDvf(db, DGFIP, { dataset: 'sandbox' });
     expect(report).toMatchObject({ format: 'dgfip', lus: 2500, gardes: 2500, rejetes: [], millesimes: [2001] });
     expect(report.mutations.lues).toBe(1327);
@@ -189,7 +191,7 @@ describe('raw DGFiP file (2 500 rows, pipes, decimal commas, CRLF)', () => {
     expect(again.mutations).toEqual({ lues: 1327, ajoutees: 0, modifiees: 0, inchangees: 1327 });
   });
 
-  it.skipIf(!hasDgfip)(`reads a Windows-1252 file with LF line ends the same way ${SKIP}`, async () => {
+  it.skipIf(!hasDgfip)(`reads a Windows-1252 file with LF line ends the same way ${SKIP_DGFIP}`, async () => {
     const text = readFileSync(DGFIP, 'utf8').split('\r\n').slice(0, 41).join('\n');
     const file = path.join(dir, 'ValeursFoncieres-latin1.txt');
     await writeFile(file, Buffer.from(text, 'latin1'));

@@ -15,8 +15,8 @@ const ETABLISSEMENTS = path.join(SIRENE, 'sample_etablissements_OK.csv');
 const IRIS = path.resolve('../shared/data/iris/strasbourg_ems_iris.geojson');
 const hasSirene = existsSync(UNITES) && existsSync(ETABLISSEMENTS);
 const hasIris = existsSync(IRIS);
-const SKIP_SIRENE = '(skipped: ../shared/data/sirene absent)';
-const SKIP_IRIS = '(skipped: ../shared/data/iris absent)';
+const SKIP_SIRENE = hasSirene ? '' : '(skipped: ../shared/data/sirene absent)';
+const SKIP_IRIS = hasIris ? '' : '(skipped: ../shared/data/iris absent)';
 
 let db: Awaited<ReturnType<typeof createTestDb>>;
 let dir: string;

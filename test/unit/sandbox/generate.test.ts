@@ -18,7 +18,7 @@ import { mulberry32 } from '../../../lib/random.ts';
 
 const ZONAGE_REEL = path.resolve('../shared/data/zonage_abc/zonage-abc-juillet-2024.csv');
 const hasZonage = existsSync(ZONAGE_REEL);
-const SKIP_ZONAGE = '(skipped: ../shared/data/zonage_abc absent)';
+const SKIP_ZONAGE = hasZonage ? '' : '(skipped: ../shared/data/zonage_abc absent)';
 
 let dir: string;
 let a: SandboxFiles;
