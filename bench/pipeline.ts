@@ -102,26 +102,32 @@ function descendants(pid: number): number[] {
   return out;
 }
 
-const cpuMsOf = (pids: number[]) =>
-  pids.reduce((sum, pid) => {
+/**
+ * CPU time of the processes `pid` started, at any depth, in ms: each one's own and that of its children it has
+ * reaped, so that a PostgreSQL backend ending during a run still counts (in its postmaster's).
+ */
+function cpuMsOfDescendants(pid: number): number {
+  return descendants(pid).reduce((sum, p) => {
     try {
-      return sum + cpuMs(pid);
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return sum + (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
     } catch {
       return sum;
     }
   }, 0);
+}
 
 /** One load run against the server of process `server`. */
 async function load(spec: LoadSpec, server: number): Promise<LoadResult> {
-  const others = descendants(server);
   const cpu = cpuMs(server);
-  const othersCpu = cpuMsOf(others);
+  const othersCpu = cpuMsOfDescendants(server);
   const result: LoadResult = JSON.parse((await child(['--load', JSON.stringify(spec)], true)).line);
   const answers = Math.max(1, result.ok + result.non2xx);
   return {
     ...result,
     cpuUs: ((cpuMs(server) - cpu) * 1000) / answers,
-    autresCpuUs: ((cpuMsOf(others) - othersCpu) * 1000) / answers,
+    autresCpuUs: ((cpuMsOfDescendants(server) - othersCpu) * 1000) / answers,
   };
 }
 
