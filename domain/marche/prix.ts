@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { drapeaux, type Drapeau, type Qualite } from '../qualite.ts';
-import { lirePrix, type LignePrix, type TypeLogement } from './agregats.ts';
+import type { LignePrix, TypeLogement } from './agregats.ts';
 
 /**
  * The price scale of a commune (prix_commune) from the aggregates of `marche_prix` and the neighbourhoods of
@@ -69,15 +69,6 @@ export function resumerBassins(
   return [...parTypeAnnee.values()].map(({ somme, ...b }) => ({ ...b, prix_m2: somme / b.n_ventes }));
 }
 
-/** The commune's neighbourhood as the last rebuild wrote it: one range of the primary key. */
-async function lireBassins(db: Queryable, dataset: Dataset, insee: string): Promise<Bassin[]> {
-  const { rows } = await db.query<Bassin>(
-    `SELECT type, annee, nb_voisins, n_ventes, prix_m2 FROM marche_bassins WHERE dataset = $1 AND insee = $2`,
-    [dataset, insee],
-  );
-  return rows;
-}
-
 export interface ItemBareme {
   type: TypeLogement;
   millesime: number;
@@ -101,17 +92,38 @@ export interface Marche {
   donneesDu: string | null;
 }
 
+/**
+ * What the scale of a commune is made of, in two reads: the years of the commune and of its département (two ranges
+ * of marche_prix's primary key), then its neighbourhood (one range of marche_bassins's) with the date of the sales.
+ */
 export async function lireMarche(db: Queryable, dataset: Dataset, insee: string, departement: string): Promise<Marche> {
-  const [lignes, dep, bassins, date] = await Promise.all([
-    lirePrix(db, dataset, 'commune', insee, true),
-    lirePrix(db, dataset, 'departement', departement, true),
-    lireBassins(db, dataset, insee),
-    db.query<{ d: string | null }>(
-      `SELECT to_char(max(derniere_mutation), 'YYYY-MM-DD') AS d FROM dvf_millesimes WHERE dataset = $1`,
-      [dataset],
+  const [prix, voisinage] = await Promise.all([
+    db.query<LignePrix & { niveau: 'commune' | 'departement' }>(
+      `SELECT niveau, type, annee, trimestre, ventes, prix_m2_median, prix_m2_p25, prix_m2_p75, prix_m2_min,
+              prix_m2_max, lignes_appartements, lignes_maisons
+         FROM marche_prix
+        WHERE dataset = $1 AND trimestre = 0
+          AND ((niveau = 'commune' AND code = $2) OR (niveau = 'departement' AND code = $3))
+        ORDER BY type, annee`,
+      [dataset, insee, departement],
+    ),
+    // One row at least (the date), with the neighbourhood's rows when there are any.
+    db.query<{ donnees_du: string | null } & { [K in keyof Bassin]: Bassin[K] | null }>(
+      `SELECT d.donnees_du, b.type, b.annee, b.nb_voisins, b.n_ventes, b.prix_m2
+         FROM (SELECT to_char(max(derniere_mutation), 'YYYY-MM-DD') AS donnees_du FROM dvf_millesimes
+                WHERE dataset = $1) d
+         LEFT JOIN marche_bassins b ON b.dataset = $1 AND b.insee = $2`,
+      [dataset, insee],
     ),
   ]);
-  return { lignes, departement: dep, bassins, donneesDu: date.rows[0]?.d ?? null };
+  const annees = (niveau: 'commune' | 'departement') =>
+    prix.rows.filter((l) => l.niveau === niveau).map(({ niveau: _, ...l }) => l);
+  return {
+    lignes: annees('commune'),
+    departement: annees('departement'),
+    bassins: voisinage.rows.filter((b): b is typeof b & Bassin => b.type !== null).map(({ donnees_du: _, ...b }) => b),
+    donneesDu: voisinage.rows[0]?.donnees_du ?? null,
+  };
 }
 
 const annuelle = (lignes: LignePrix[], type: LignePrix['type'], annee: number) =>
