@@ -119,6 +119,10 @@ export async function reconstruireMarche(
   }
 }
 
+/** The columns of a row of `marche_prix` as read (LignePrix). */
+export const COLONNES_LIGNE_PRIX = `type, annee, trimestre, ventes, prix_m2_median, prix_m2_p25, prix_m2_p75, prix_m2_min,
+  prix_m2_max, lignes_appartements, lignes_maisons`;
+
 /** A row of `marche_prix` as read. */
 export interface LignePrix {
   type: TypeLogement | 'global';
@@ -146,8 +150,7 @@ export async function lirePrix(
   annuel = false,
 ): Promise<LignePrix[]> {
   const { rows } = await db.query<LignePrix>(
-    `SELECT type, annee, trimestre, ventes, prix_m2_median, prix_m2_p25, prix_m2_p75, prix_m2_min, prix_m2_max,
-            lignes_appartements, lignes_maisons
+    `SELECT ${COLONNES_LIGNE_PRIX}
        FROM marche_prix WHERE dataset = $1 AND niveau = $2 AND code = $3 ${annuel ? 'AND trimestre = 0' : ''}
       ORDER BY type, annee, trimestre`,
     [dataset, niveau, code],

@@ -4,7 +4,7 @@ import { communeByCode } from '../communes.ts';
 import type { LoyerCommune, TypeLogement as TypeLoyer } from '../loyers/loyers.ts';
 import { natureLoyer } from '../loyers/loyers.ts';
 import type { Dataset } from '../platform/sandbox.ts';
-import type { LignePrix, TypeLogement } from './agregats.ts';
+import { COLONNES_LIGNE_PRIX, type LignePrix, type TypeLogement } from './agregats.ts';
 import { ARRONDISSEMENTS } from './entrees.ts';
 import { calculerIndicateurs, type Indicateurs, type Sources } from './indicateurs.ts';
 import { reconstruireIris } from './iris.ts';
@@ -412,8 +412,7 @@ const grouper = <T, K>(rows: T[], cle: (r: T) => K) => {
 
 /** Reads every source of the indicators of `dataset` and computes every commune's row. */
 export async function calculerTout(db: Queryable, dataset: Dataset) {
-  const colonnes = `type, annee, trimestre, ventes, prix_m2_median, prix_m2_p25, prix_m2_p75, prix_m2_min, prix_m2_max,
-                    lignes_appartements, lignes_maisons`;
+  const colonnes = COLONNES_LIGNE_PRIX;
   // One query after another: inside the rebuild's transaction they share one connection.
   const prix = await db.query<LignePrixCode>(
     `SELECT code, ${colonnes} FROM marche_prix WHERE dataset = $1 AND niveau = 'commune' AND trimestre = 0

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { drapeaux, type Drapeau, type Qualite } from '../qualite.ts';
-import type { LignePrix, TypeLogement } from './agregats.ts';
+import { COLONNES_LIGNE_PRIX, type LignePrix, type TypeLogement } from './agregats.ts';
 
 /**
  * The price scale of a commune (prix_commune) from the aggregates of `marche_prix` and the neighbourhoods of
@@ -99,8 +99,7 @@ export interface Marche {
 export async function lireMarche(db: Queryable, dataset: Dataset, insee: string, departement: string): Promise<Marche> {
   const [prix, voisinage] = await Promise.all([
     db.query<LignePrix & { niveau: 'commune' | 'departement' }>(
-      `SELECT niveau, type, annee, trimestre, ventes, prix_m2_median, prix_m2_p25, prix_m2_p75, prix_m2_min,
-              prix_m2_max, lignes_appartements, lignes_maisons
+      `SELECT niveau, ${COLONNES_LIGNE_PRIX}
          FROM marche_prix
         WHERE dataset = $1 AND trimestre = 0
           AND ((niveau = 'commune' AND code = $2) OR (niveau = 'departement' AND code = $3))
