@@ -78,8 +78,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Errors of the router itself (bad URL, parameter too long) leave as problems like the others.
     frameworkErrors: (error, request, reply) => handleError(error, request, reply, config.BODY_LIMIT_BYTES),
   });
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback, not an async function: a hook every request runs is spared a promise.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('Svc-Requete', request.id);
+    done();
   });
   // The server is closed by then: every request's lines are in the buffer. One synchronous write, at the stop only.
   if (logs) app.addHook('onClose', async () => logs.flushSync());

@@ -152,6 +152,11 @@ interface Result {
   /** Its price in credits, and the date of its data when the operation says it: read from the output once. */
   price: number;
   dataDate: string | null;
+  /**
+   * The last body made of it, with the credits it carries: a result served again from the response memory with the
+   * same credits (nothing debited, the balance unchanged) is sent as the same bytes, not copied again.
+   */
+  lastBody?: { credits: Credits; bytes: Buffer };
 }
 
 /** A result's output: as computed, or read back from its bytes when it comes from the response memory. */
@@ -169,14 +174,17 @@ function toResult(operation: Operation, output: unknown): Result {
   };
 }
 
-// The response memory's size, counted in bytes of serialised results: it keeps the bytes alone, not the parsed output
-// (several times their size). Answers asked once and never again (a client walking through new requests) must not
-// fill the heap: beyond this, the oldest go first.
+// The response memory's size, counted in bytes of serialised results and their bodies: it keeps the bytes alone, not
+// the parsed output (several times their size). Answers asked once and never again (a client walking through new
+// requests) must not fill the heap: beyond this, the oldest go first.
 const RESPONSE_CACHE_BYTES = 16 * 2 ** 20;
 // Requests seen once, remembered (by their id alone) so that a second sight of one lets its result in: a stream of
 // new requests then stores nothing, where keeping each result would churn the memory and its garbage collection for
 // answers nobody asks again. A repeated request is computed twice before it is served from memory.
 const ASKED_MAX = 100_000;
+
+/** The bytes a kept result holds: its payload, and the last body made of it (about as long). */
+const footprint = (result: Result) => 2 * result.payload.length;
 
 /** Results kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
 function createResponseCache() {
@@ -187,7 +195,7 @@ function createResponseCache() {
     const entry = entries.get(id);
     if (!entry) return;
     entries.delete(id);
-    bytes -= entry.result.payload.length;
+    bytes -= footprint(entry.result);
   };
   return {
     get(id: string) {
@@ -205,7 +213,7 @@ function createResponseCache() {
       }
       drop(id);
       entries.set(id, { result: { ...result, output: undefined }, until: Date.now() + seconds * 1000 });
-      bytes += result.payload.length;
+      bytes += footprint(result);
       for (const oldest of entries.keys()) {
         if (bytes <= RESPONSE_CACHE_BYTES) break;
         drop(oldest);
@@ -259,11 +267,19 @@ async function keyedDebit(
   return { issue, debites, restants: Number(restants), serviLe: issue === 'debite' ? Date.now() : null };
 }
 
-/** The payload with its `credits` block, as one JSON object (the payload's closing brace replaced by the block). */
-function withCredits(payload: Buffer, credits: Credits): Buffer {
+/**
+ * The payload with its `credits` block, as one JSON object (the payload's closing brace replaced by the block). The
+ * bytes are never changed once sent, so the same ones serve every answer that carries the same credits.
+ */
+function withCredits(result: Result, credits: Credits): Buffer {
+  const last = result.lastBody;
+  if (last && last.credits.debites === credits.debites && last.credits.restants === credits.restants) return last.bytes;
+  const { payload } = result;
   const empty = payload.length === 2; // `{}`
   const block = Buffer.from(`${empty ? '' : ','}"credits":${JSON.stringify(credits)}}`);
-  return Buffer.concat([payload.subarray(0, -1), block], payload.length - 1 + block.length);
+  const bytes = Buffer.concat([payload.subarray(0, -1), block], payload.length - 1 + block.length);
+  result.lastBody = { credits, bytes };
+  return bytes;
 }
 
 /**
@@ -339,7 +355,7 @@ export function createPipeline(deps: {
       : billsItself(operation)
         ? (outputOf(result) as { credits: Credits }).credits
         : await bill(admission, result, now.getTime(), options);
-    const body = billsItself(operation) ? result.payload : withCredits(result.payload, credits);
+    const body = billsItself(operation) ? result.payload : withCredits(result, credits);
     let output = result.output;
     return {
       operation,

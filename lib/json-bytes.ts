@@ -19,6 +19,8 @@ export function utf8(text: string): Buffer {
   return bytes;
 }
 
+// The bytes of every constant, by the constant.
+const bytesOf = new WeakMap<object, Buffer>();
 // The constant parts met by the serialisation under way (null outside jsonBytes: a constant then serialises as the
 // plain value it is, wherever else it goes: the Hub's prompts, MCP, logs).
 let met: Buffer[] | null = null;
@@ -31,11 +33,11 @@ const MARKED = new RegExp(`"\\\\u0000${MARK.slice(1)}(\\d+)"`, 'g');
  * bytes are made now, once. The value stays a plain value for every other use.
  */
 export function constant<T extends object>(value: T): T {
-  const bytes = utf8(JSON.stringify(value));
+  bytesOf.set(value, utf8(JSON.stringify(value)));
   Object.defineProperty(value, 'toJSON', {
     value(this: T) {
       if (!met) return this;
-      met.push(bytes);
+      met.push(bytesOf.get(this)!);
       return MARK + (met.length - 1);
     },
   });
@@ -50,15 +52,33 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/**
+ * `value` with the constants among its own fields replaced by their marks, in a shallow copy (`value` itself when it
+ * has none). Constants sit there in most answers; JSON.stringify then meets no toJSON, which would send the whole
+ * answer down its slow path (a deeper constant still marks itself through its toJSON).
+ */
+function marked(value: unknown, parts: Buffer[]): unknown {
+  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value;
+  let copy: Record<string, unknown> | null = null;
+  for (const key in value) {
+    const field = (value as Record<string, unknown>)[key];
+    const bytes = typeof field === 'object' && field !== null ? bytesOf.get(field) : undefined;
+    if (bytes === undefined) continue;
+    copy ??= { ...value };
+    copy[key] = MARK + parts.length;
+    parts.push(bytes);
+  }
+  return copy ?? value;
+}
+
 /** `value` as JSON in UTF-8, the bytes of its constant parts copied in. */
 export function jsonBytes(value: unknown): Buffer {
-  met = [];
+  const parts: Buffer[] = [];
   let text: string;
-  let parts: Buffer[];
+  met = parts;
   try {
-    text = JSON.stringify(value);
+    text = JSON.stringify(marked(value, parts));
   } finally {
-    parts = met;
     met = null;
   }
   if (parts.length === 0) return utf8(text);
