@@ -146,8 +146,17 @@ async function withTimeout<T>(
 interface Result {
   /** The output as the handler returned it; absent in the response memory, which keeps only the bytes. */
   output?: unknown;
-  /** The output as JSON in UTF-8, encoded once: hashed, kept and sent as bytes, never re-encoded per answer. */
-  payload: Buffer;
+  /**
+   * The output as JSON in UTF-8 without its closing brace, encoded once: hashed, kept and sent as bytes, never
+   * re-encoded per answer. An answer adds its `credits` block and the brace.
+   */
+  open: Buffer;
+  /**
+   * Whether the memory just past `open` (its brace, then CREDITS_ROOM bytes) is still free: the first answer made of
+   * the result writes its `credits` block there, so that its body is the payload's own memory, not a copy. One
+   * object, shared with the response memory's copy of the result, so that the room is taken once.
+   */
+  room: { free: boolean };
   fingerprint: string;
   /** Its price in credits, and the date of its data when the operation says it: read from the output once. */
   price: number;
@@ -159,15 +168,23 @@ interface Result {
   lastBody?: { credits: Credits; bytes: Buffer };
 }
 
+// Room for a `credits` block past a payload: `,"credits":{"debites":…,"restants":…}}` with numbers of up to 16 digits.
+const CREDITS_ROOM = 80;
+const CLOSE = Buffer.from('}');
+
+/** A result's payload as a whole (`open` and its brace). */
+const payloadOf = (result: Result): Buffer => Buffer.concat([result.open, CLOSE]);
+
 /** A result's output: as computed, or read back from its bytes when it comes from the response memory. */
-const outputOf = (result: Result): unknown => result.output ?? JSON.parse(result.payload.toString());
+const outputOf = (result: Result): unknown => result.output ?? JSON.parse(payloadOf(result).toString());
 
 function toResult(operation: Operation, output: unknown): Result {
-  const payload = jsonBytes(output);
+  const payload = jsonBytes(output, CREDITS_ROOM);
   const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
   return {
     output,
-    payload,
+    open: payload.subarray(0, -1),
+    room: { free: true },
     fingerprint: `"${digest.slice(0, 27)}"`,
     price: priceOf(operation, output),
     dataDate: operation.dataDate?.(output as never) ?? null,
@@ -184,7 +201,7 @@ const RESPONSE_CACHE_BYTES = 16 * 2 ** 20;
 const ASKED_MAX = 100_000;
 
 /** The bytes a kept result holds: its payload, and the last body made of it (about as long). */
-const footprint = (result: Result) => 2 * result.payload.length;
+const footprint = (result: Result) => 2 * result.open.length;
 
 /** Results kept in memory for the operation's cache duration (never for personal or organisation-bound data). */
 function createResponseCache() {
@@ -268,16 +285,23 @@ async function keyedDebit(
 }
 
 /**
- * The payload with its `credits` block, as one JSON object (the payload's closing brace replaced by the block). The
+ * The payload with its `credits` block, as one JSON object (the block in place of the payload's closing brace). The
  * bytes are never changed once sent, so the same ones serve every answer that carries the same credits.
  */
 function withCredits(result: Result, credits: Credits): Buffer {
   const last = result.lastBody;
   if (last && last.credits.debites === credits.debites && last.credits.restants === credits.restants) return last.bytes;
-  const { payload } = result;
-  const empty = payload.length === 2; // `{}`
-  const block = Buffer.from(`${empty ? '' : ','}"credits":${JSON.stringify(credits)}}`);
-  const bytes = Buffer.concat([payload.subarray(0, -1), block], payload.length - 1 + block.length);
+  const { open } = result;
+  const empty = open.length === 1; // `{}`
+  const block = `${empty ? '' : ','}"credits":${JSON.stringify(credits)}}`;
+  let bytes: Buffer;
+  if (result.room.free && block.length <= CREDITS_ROOM + 1) {
+    result.room.free = false;
+    bytes = Buffer.from(open.buffer, open.byteOffset, open.length + block.length);
+    bytes.write(block, open.length, 'latin1');
+  } else {
+    bytes = Buffer.concat([open, Buffer.from(block, 'latin1')]);
+  }
   result.lastBody = { credits, bytes };
   return bytes;
 }
@@ -355,7 +379,7 @@ export function createPipeline(deps: {
       : billsItself(operation)
         ? (outputOf(result) as { credits: Credits }).credits
         : await bill(admission, result, now.getTime(), options);
-    const body = billsItself(operation) ? result.payload : withCredits(result, credits);
+    const body = billsItself(operation) ? payloadOf(result) : withCredits(result, credits);
     let output = result.output;
     return {
       operation,

@@ -11,14 +11,6 @@ import { randomUUID } from 'node:crypto';
 // does (which measures the UTF-8 length in one pass, then encodes in another).
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
 
-export function utf8(text: string): Buffer {
-  if (text.length * 3 > scratch.length) scratch = Buffer.allocUnsafeSlow(text.length * 3);
-  const length = scratch.write(text, 0);
-  const bytes = Buffer.allocUnsafe(length);
-  scratch.copy(bytes, 0, 0, length);
-  return bytes;
-}
-
 // The bytes of every constant, by the constant.
 const bytesOf = new WeakMap<object, Buffer>();
 // The constant parts met by the serialisation under way (null outside jsonBytes: a constant then serialises as the
@@ -33,7 +25,7 @@ const MARKED = new RegExp(`"\\\\u0000${MARK.slice(1)}(\\d+)"`, 'g');
  * bytes are made now, once. The value stays a plain value for every other use.
  */
 export function constant<T extends object>(value: T): T {
-  bytesOf.set(value, utf8(JSON.stringify(value)));
+  bytesOf.set(value, Buffer.from(JSON.stringify(value)));
   Object.defineProperty(value, 'toJSON', {
     value(this: T) {
       if (!met) return this;
@@ -71,8 +63,13 @@ function marked(value: unknown, parts: Buffer[]): unknown {
   return copy ?? value;
 }
 
-/** `value` as JSON in UTF-8, the bytes of its constant parts copied in. */
-export function jsonBytes(value: unknown): Buffer {
+/**
+ * `value` as JSON in UTF-8, the bytes of its constant parts copied in, in one new buffer. With `room`, the buffer is
+ * the answer's own (never a slice of a shared pool) and has that many bytes free past the JSON, in the same memory,
+ * for the caller to finish the answer in place: every buffer made per answer weighs on the garbage collector (V8
+ * starts a full collection for each 64 MB of them), so an answer is better made in one than copied into another.
+ */
+export function jsonBytes(value: unknown, room = 0): Buffer {
   const parts: Buffer[] = [];
   let text: string;
   met = parts;
@@ -81,13 +78,29 @@ export function jsonBytes(value: unknown): Buffer {
   } finally {
     met = null;
   }
-  if (parts.length === 0) return utf8(text);
-  const chunks: Buffer[] = [];
+  // The text between the marks encoded one piece after the other into the scratch, then every piece, encoded text
+  // and constant bytes, copied once into the answer.
+  if (text.length * 3 > scratch.length) scratch = Buffer.allocUnsafeSlow(text.length * 3);
+  const pieces: Buffer[] = [];
   let from = 0;
-  for (const m of text.matchAll(MARKED)) {
-    chunks.push(utf8(text.slice(from, m.index)), parts[Number(m[1])]!);
-    from = m.index + m[0].length;
+  let at = 0;
+  const encode = (to: number) => {
+    const length = scratch.write(from === 0 && to === text.length ? text : text.slice(from, to), at);
+    pieces.push(scratch.subarray(at, at + length));
+    at += length;
+  };
+  if (parts.length > 0) {
+    for (const m of text.matchAll(MARKED)) {
+      encode(m.index);
+      pieces.push(parts[Number(m[1])]!);
+      from = m.index + m[0].length;
+    }
   }
-  chunks.push(utf8(text.slice(from)));
-  return Buffer.concat(chunks);
+  encode(text.length);
+  let length = 0;
+  for (const piece of pieces) length += piece.length;
+  const bytes = room > 0 ? Buffer.allocUnsafeSlow(length + room) : Buffer.allocUnsafe(length);
+  let offset = 0;
+  for (const piece of pieces) offset += piece.copy(bytes, offset);
+  return room > 0 ? bytes.subarray(0, length) : bytes;
 }
