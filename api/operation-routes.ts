@@ -82,5 +82,8 @@ async function send(answer: Invocation, request: FastifyRequest, reply: FastifyR
     const file = await operation.representation.read(services, answer.output);
     return reply.code(200).headers(file.headers).send(Buffer.from(file.bytes));
   }
+  // The body's memory goes back to the pipeline's pool once its last byte has left (not when the connection is cut
+  // before: Node may still hold it then, and the collector takes it).
+  if (answer.release) reply.raw.once('finish', answer.release);
   return reply.type('application/json; charset=utf-8').send(answer.body);
 }

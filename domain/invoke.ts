@@ -15,6 +15,7 @@ import { createAuthenticator, type Admission, type Credential } from './platform
 import { createDebiter, type AnswerDebitOutcome } from './platform/debits.ts';
 import { debit } from './platform/ledger.ts';
 import type { Queryable } from '../db/client.ts';
+import { createBufferPool, type BufferPool } from '../lib/buffer-pool.ts';
 import { jsonBytes } from '../lib/json-bytes.ts';
 import { createRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { liveIsDemonstration } from './qualite.ts';
@@ -68,6 +69,12 @@ export interface Invocation {
   /** The organisation's per-minute figures after this call. */
   rate: RateFigures;
   requestId: string;
+  /**
+   * Gives the body's memory back for other answers, once the transport has sent it and will never read it again
+   * (HTTP: when the response's last byte has left). Absent when the memory is not lent; a transport that keeps the
+   * body or does not send it never calls it, and the memory goes to the garbage collector.
+   */
+  release?: () => void;
 }
 
 /** The id of a call, in the ledger, the logs and the answer (`requete`, Svc-Requete). */
@@ -166,6 +173,8 @@ interface Result {
    * same credits (nothing debited, the balance unchanged) is sent as the same bytes, not copied again.
    */
   lastBody?: { credits: Credits; bytes: Buffer };
+  /** The memory of `open` when it is lent by the pool of bodies (a result nothing keeps beyond its answer). */
+  memory?: ArrayBufferLike;
 }
 
 // Room for a `credits` block past a payload: `,"credits":{"debites":…,"restants":…}}` with numbers of up to 16 digits.
@@ -178,8 +187,9 @@ const payloadOf = (result: Result): Buffer => Buffer.concat([result.open, CLOSE]
 /** A result's output: as computed, or read back from its bytes when it comes from the response memory. */
 const outputOf = (result: Result): unknown => result.output ?? JSON.parse(payloadOf(result).toString());
 
-function toResult(operation: Operation, output: unknown): Result {
-  const payload = jsonBytes(output, CREDITS_ROOM);
+/** The result of `output`, its memory lent by `pool` when given (a result kept by the response memory is not). */
+function toResult(operation: Operation, output: unknown, pool?: BufferPool): Result {
+  const payload = jsonBytes(output, CREDITS_ROOM, pool?.take);
   const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
   return {
     output,
@@ -188,6 +198,7 @@ function toResult(operation: Operation, output: unknown): Result {
     fingerprint: `"${digest.slice(0, 27)}"`,
     price: priceOf(operation, output),
     dataDate: operation.dataDate?.(output as never) ?? null,
+    memory: pool ? payload.buffer : undefined,
   };
 }
 
@@ -221,6 +232,8 @@ function createResponseCache() {
       if (hit) drop(id);
       return undefined;
     },
+    /** Whether `offer` will keep the result of this request (it was asked before). */
+    keeps: (id: string) => asked.has(id),
     /** Keeps a result whose request was asked before (else only notes the request). */
     offer(id: string, result: Result, seconds: number) {
       if (!asked.delete(id)) {
@@ -327,6 +340,7 @@ export function createPipeline(deps: {
   const byId = new Map(deps.operations.map((operation) => [operationId(operation), operation]));
   const cache = createResponseCache();
   const served = createServedMemory();
+  const bodies = createBufferPool();
 
   /** The checks of the error table for one call of `operation`, before its input is read. */
   async function admit(credential: Credential, operation: Operation, requestId = newRequestId()): Promise<Admission> {
@@ -365,7 +379,9 @@ export function createPipeline(deps: {
       const output = await withTimeout(operation, timeoutMsOf(operation, input), (signal) =>
         operation.handler(input, { caller, requestId: admission.requestId, idempotencyKey, signal, services }),
       );
-      result = toResult(operation, output);
+      // A result the response memory will not keep lives as long as its answer: its memory is lent by the pool.
+      const kept = cacheId !== null && cache.keeps(cacheId);
+      result = toResult(operation, output, kept ? undefined : bodies);
       if (cacheId) cache.offer(cacheId, result, operation.cacheS);
     }
 
@@ -397,6 +413,16 @@ export function createPipeline(deps: {
       dataAgeS: Math.max(0, Math.floor((now.getTime() - Date.parse(dataDate)) / 1000)) || 0,
       rate: admission.rate,
       requestId: admission.requestId,
+      release: result.memory && lend(result.memory),
+    };
+  }
+
+  /** Gives `memory` back to the pool of bodies, once whatever the number of calls. */
+  function lend(memory: ArrayBufferLike): () => void {
+    let lent = true;
+    return () => {
+      if (lent) bodies.give(memory);
+      lent = false;
     };
   }
 

@@ -65,11 +65,12 @@ function marked(value: unknown, parts: Buffer[]): unknown {
 
 /**
  * `value` as JSON in UTF-8, the bytes of its constant parts copied in, in one new buffer. With `room`, the buffer is
- * the answer's own (never a slice of a shared pool) and has that many bytes free past the JSON, in the same memory,
- * for the caller to finish the answer in place: every buffer made per answer weighs on the garbage collector (V8
- * starts a full collection for each 64 MB of them), so an answer is better made in one than copied into another.
+ * the answer's own (from `take`, never a slice of Node's shared pool) and has at least that many bytes free past the
+ * JSON, in the same memory, for the caller to finish the answer in place: every buffer made per answer weighs on the
+ * garbage collector (V8 starts a full collection for each 64 MB of them), so an answer is better made in one than
+ * copied into another.
  */
-export function jsonBytes(value: unknown, room = 0): Buffer {
+export function jsonBytes(value: unknown, room = 0, take: (size: number) => Buffer = Buffer.allocUnsafeSlow): Buffer {
   const parts: Buffer[] = [];
   let text: string;
   met = parts;
@@ -99,7 +100,7 @@ export function jsonBytes(value: unknown, room = 0): Buffer {
   encode(text.length);
   let length = 0;
   for (const piece of pieces) length += piece.length;
-  const bytes = room > 0 ? Buffer.allocUnsafeSlow(length + room) : Buffer.allocUnsafe(length);
+  const bytes = room > 0 ? take(length + room) : Buffer.allocUnsafe(length);
   let offset = 0;
   for (const piece of pieces) offset += piece.copy(bytes, offset);
   return room > 0 ? bytes.subarray(0, length) : bytes;
