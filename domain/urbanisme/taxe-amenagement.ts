@@ -411,7 +411,18 @@ const REGLE =
   "Taxe d'aménagement (CGI art. 1635 quater A et suivants) : assiette forfaitaire (surface taxable × valeur forfaitaire de l'année, forfaits des piscines et des places de stationnement) multipliée par les taux votés par la commune ou l'EPCI, le département et, en Île-de-France, la région. Redevance d'archéologie préventive (CGI art. 235 ter ZG) sur la même assiette si les travaux affectent le sous-sol.";
 
 const nombre = new Intl.NumberFormat('fr-FR', { maximumFractionDigits: 2 });
-const fmt = (x: number): string => nombre.format(x);
+// Half the numbers an answer formats are the year's values, the same in every answer: each positive number is
+// formatted once and remembered (a bounded memory: surfaces and amounts vary from one request to the next).
+const formes = new Map<number, string>();
+const fmt = (x: number): string => {
+  if (!(x > 0)) return nombre.format(x);
+  let forme = formes.get(x);
+  if (forme === undefined) {
+    if (formes.size >= 4096) formes.clear();
+    formes.set(x, (forme = nombre.format(x)));
+  }
+  return forme;
+};
 const centimes = (x: number): number => Math.round(x * 100) / 100;
 // toFixed first: a product such as 76 328 × 1,3 % must not fall on the wrong side of a half-euro by float noise.
 const montant = (assiette: number, tauxPct: number): number =>
