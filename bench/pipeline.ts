@@ -6,9 +6,9 @@
  *
  * Cases: the bare route; `taxe_amenagement` (1 credit) with the same request again and again (the first answer is
  * debited, the identical ones within 24 h are not: billing still decides each time); the same operation with a new
- * request each time (every answer debited); `/health`. They run in rounds, in the order A B C D then D C B A, so that
- * a drift of the machine's load weighs on every case alike; each billed figure is compared with the bare route of its
- * own round. Then task latencies, one call at a time: POST → 202 of `lire_plu` on a point no zone covers (the task
+ * request each time (every answer debited); `/health`. They run in short rounds, alternately in the order A B C D and
+ * D C B A, so that a drift of the machine's speed (this VM's drifts by a third within minutes) weighs on every case
+ * alike; each billed figure is compared with the bare route of its own round. Then task latencies, one call at a time: POST → 202 of `lire_plu` on a point no zone covers (the task
  * needs no model and ends as soon as it has looked), and the delay between a task's end and the return of a client
  * waiting on it with `attendre`.
  */
@@ -21,8 +21,8 @@ import Fastify from 'fastify';
 import { machine, writeSection } from './results.ts';
 import { startService } from './service.ts';
 
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const WARMUP_S = 3;
 const CONNECTIONS = 32;
 const TASKS = Number(process.env.BENCH_TASKS ?? 200);
@@ -271,7 +271,7 @@ async function main() {
         `Machine: ${machine()}.`,
         'The service as `npm start` runs it (embedded PostgreSQL 18, Temporal dev server and worker, logs at the default',
         'level written to a file), the bare route and the load generator (autocannon) each in a process of its own;',
-        `${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per case in the order A B C D, D C B A, after a`,
+        `${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s per case, alternately A B C D and D C B A, after a`,
         `${WARMUP_S} s warm-up of each. Figures: medians over the rounds; "vs bare" compares each round with the bare`,
         'route of the same round (per round in brackets). Server CPU: the CPU time of the process that answers (the',
         "service's api; the bare route's), all its threads, per answer: less sensitive than req/s to the machine's",
