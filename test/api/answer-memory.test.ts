@@ -9,22 +9,17 @@ import { operationsEssai } from '../support/operations-essai.ts';
 // Memory given back too early would be written over by the next answers while the socket still holds the bytes of
 // the first ones: these tests make the socket hold them.
 const { toutes: ESSAI } = operationsEssai('essai', 'essai');
+// The echo of the test catalogue (1 credit an answer here), made large: a letter repeated.
 const grand = defineOperation({
+  ...ESSAI[0]!,
   tool: 'grand_essai',
-  method: 'GET',
   path: '/essai/grand/{lettre}',
   summary: 'Grand',
   description: 'Renvoie une lettre répétée.',
   credits: 1,
-  unit: 'appel',
-  scope: 'territoire',
-  tier: 'usage',
-  sandbox: false,
-  cacheS: 0,
-  timeoutS: 2,
   input: z.object({ lettre: z.string().length(1), taille: z.coerce.number().int().min(1).max(900_000) }),
   output: z.object({ lettre: z.string(), texte: z.string() }),
-  handler: async ({ lettre, taille }) => ({ lettre, texte: lettre.repeat(taille) }),
+  handler: async ({ lettre, taille }: { lettre: string; taille: number }) => ({ lettre, texte: lettre.repeat(taille) }),
 });
 
 let t: TestApp;
