@@ -413,12 +413,12 @@ export function createPipeline(deps: {
       dataAgeS: Math.max(0, Math.floor((now.getTime() - Date.parse(dataDate)) / 1000)) || 0,
       rate: admission.rate,
       requestId: admission.requestId,
-      release: result.memory && lend(result.memory),
+      release: result.memory && giveBackOnce(result.memory),
     };
   }
 
-  /** Gives `memory` back to the pool of bodies, once whatever the number of calls. */
-  function lend(memory: ArrayBufferLike): () => void {
+  /** A function that gives `memory` back to the pool of bodies, once however often it is called. */
+  function giveBackOnce(memory: ArrayBufferLike): () => void {
     let lent = true;
     return () => {
       if (lent) bodies.give(memory);

@@ -412,15 +412,14 @@ const grouper = <T, K>(rows: T[], cle: (r: T) => K) => {
 
 /** Reads every source of the indicators of `dataset` and computes every commune's row. */
 export async function calculerTout(db: Queryable, dataset: Dataset) {
-  const colonnes = COLONNES_LIGNE_PRIX;
   // One query after another: inside the rebuild's transaction they share one connection.
   const prix = await db.query<LignePrixCode>(
-    `SELECT code, ${colonnes} FROM marche_prix WHERE dataset = $1 AND niveau = 'commune' AND trimestre = 0
+    `SELECT code, ${COLONNES_LIGNE_PRIX} FROM marche_prix WHERE dataset = $1 AND niveau = 'commune' AND trimestre = 0
         ORDER BY code, type, annee`,
     [dataset],
   );
   const deps = await db.query<LignePrixCode>(
-    `SELECT code, ${colonnes} FROM marche_prix WHERE dataset = $1 AND niveau = 'departement' AND trimestre = 0
+    `SELECT code, ${COLONNES_LIGNE_PRIX} FROM marche_prix WHERE dataset = $1 AND niveau = 'departement' AND trimestre = 0
         ORDER BY code, type, annee`,
     [dataset],
   );
