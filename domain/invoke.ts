@@ -189,8 +189,9 @@ const outputOf = (result: Result): unknown => result.output ?? JSON.parse(payloa
 
 /** The result of `output`, its memory lent by `pool` when given (a result kept by the response memory is not). */
 function toResult(operation: Operation, output: unknown, pool?: BufferPool): Result {
-  const payload = jsonBytes(output, CREDITS_ROOM, pool?.take);
-  const digest = createHash('sha256').update(operation.tool).update('\0').update(payload).digest('base64url');
+  const hash = createHash('sha256').update(`${operation.tool}\0`);
+  const payload = jsonBytes(output, { room: CREDITS_ROOM, take: pool?.take, hash });
+  const digest = hash.digest('base64url');
   return {
     output,
     open: payload.subarray(0, -1),

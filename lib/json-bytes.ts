@@ -1,23 +1,36 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 
 /**
  * JSON in UTF-8, as answers are sent, hashed and kept. Most of some answers is the same for every request (legal
- * values, sources, limits: 70 % of a `taxe_amenagement` answer); `constant` marks such a part so that it is
- * serialised and encoded once, and `jsonBytes` copies its bytes into each answer instead of serialising and encoding
- * it again (on this machine both cost about 4 µs per KB of French text).
+ * values, sources, rules, hypotheses: 85 % of a `taxe_amenagement` answer); `constant` and `constantText` mark such
+ * a part so that it is serialised, encoded and hashed once, and `jsonBytes` copies its bytes into each answer, and its
+ * digest into the answer's digest input, instead of doing that work again (on this machine serialising, encoding and
+ * hashing cost about 8 µs per KB of French text).
  */
 
 // Encoding a long string into a buffer surely large enough and copying the bytes out costs half of what Buffer.from
 // does (which measures the UTF-8 length in one pass, then encodes in another).
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+const DIGEST_LENGTH = 32;
 
-// The bytes of every constant, by the constant.
-const bytesOf = new WeakMap<object, Buffer>();
+/** A constant part: its JSON bytes, and the SHA-256 of those bytes (what stands for them in a digest). */
+interface Part {
+  bytes: Buffer;
+  digest: Buffer;
+}
+const partOf = (json: string): Part => {
+  const bytes = Buffer.from(json);
+  return { bytes, digest: createHash('sha256').update(bytes).digest() };
+};
+
+// Every constant part, by the constant (objects), and every constant text, by its content.
+const objectParts = new WeakMap<object, Part>();
+const textParts = new Map<string, Part>();
 // The constant parts met by the serialisation under way (null outside jsonBytes: a constant then serialises as the
 // plain value it is, wherever else it goes: the Hub's prompts, MCP, logs).
-let met: Buffer[] | null = null;
+let met: Part[] | null = null;
 // A constant stands in the JSON text as a string no answer can otherwise hold: a NUL and this process's own nonce.
-const MARK = `\u0000${randomUUID()}:`;
+const MARK = `\u0000${randomBytes(8).toString('hex')}:`;
 const MARKED = new RegExp(`"\\\\u0000${MARK.slice(1)}(\\d+)"`, 'g');
 
 /**
@@ -25,15 +38,25 @@ const MARKED = new RegExp(`"\\\\u0000${MARK.slice(1)}(\\d+)"`, 'g');
  * bytes are made now, once. The value stays a plain value for every other use.
  */
 export function constant<T extends object>(value: T): T {
-  bytesOf.set(value, Buffer.from(JSON.stringify(value)));
+  objectParts.set(value, partOf(JSON.stringify(value)));
   Object.defineProperty(value, 'toJSON', {
     value(this: T) {
       if (!met) return this;
-      met.push(bytesOf.get(this)!);
+      met.push(objectParts.get(this)!);
       return MARK + (met.length - 1);
     },
   });
   return deepFreeze(value);
+}
+
+/**
+ * Marks a text as a constant part of answers where it is a field of the answer itself (a rule, a formula): its JSON
+ * bytes are made once, and any equal text in that place is copied in as bytes. A string has no toJSON, so deeper
+ * texts are constant only within a constant object or array.
+ */
+export function constantText(text: string): string {
+  textParts.set(text, partOf(JSON.stringify(text)));
+  return text;
 }
 
 function deepFreeze<T>(value: T): T {
@@ -46,32 +69,53 @@ function deepFreeze<T>(value: T): T {
 
 /**
  * `value` with the constants among its own fields replaced by their marks, in a shallow copy (`value` itself when it
- * has none). Constants sit there in most answers; JSON.stringify then meets no toJSON, which would send the whole
- * answer down its slow path (a deeper constant still marks itself through its toJSON).
+ * has none). Constants sit there in most answers; JSON.stringify then meets no toJSON there, and constant texts
+ * are found at all (a deeper constant object still marks itself through its toJSON).
  */
-function marked(value: unknown, parts: Buffer[]): unknown {
+function marked(value: unknown, parts: Part[]): unknown {
   if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value;
   let copy: Record<string, unknown> | null = null;
   for (const key in value) {
     const field = (value as Record<string, unknown>)[key];
-    const bytes = typeof field === 'object' && field !== null ? bytesOf.get(field) : undefined;
-    if (bytes === undefined) continue;
+    const part =
+      typeof field === 'string'
+        ? textParts.get(field)
+        : typeof field === 'object' && field !== null
+          ? objectParts.get(field)
+          : undefined;
+    if (part === undefined) continue;
     copy ??= { ...value };
     copy[key] = MARK + parts.length;
-    parts.push(bytes);
+    parts.push(part);
   }
   return copy ?? value;
 }
 
-/**
- * `value` as JSON in UTF-8, the bytes of its constant parts copied in, in one new buffer. With `room`, the buffer is
- * the answer's own (from `take`, never a slice of Node's shared pool) and has at least that many bytes free past the
- * JSON, in the same memory, for the caller to finish the answer in place: every buffer made per answer weighs on the
- * garbage collector (V8 starts a full collection for each 64 MB of them), so an answer is better made in one than
- * copied into another.
- */
-export function jsonBytes(value: unknown, room = 0, take: (size: number) => Buffer = Buffer.allocUnsafeSlow): Buffer {
-  const parts: Buffer[] = [];
+/** How `jsonBytes` makes an answer. */
+export interface JsonBytesOptions {
+  /**
+   * Bytes to leave free past the JSON, in the same memory, for the caller to finish the answer in place; the buffer
+   * is then the answer's own (from `take`, never a slice of Node's shared pool). Every buffer made per answer weighs
+   * on the garbage collector (V8 starts a full collection for each 64 MB of them), so an answer is better made in one
+   * than copied into another.
+   */
+  room?: number;
+  take?: (size: number) => Buffer;
+  /**
+   * Fed the answer's digest input: its bytes, each constant part replaced by a byte 0xFF (which UTF-8 never holds)
+   * and that part's SHA-256. The same value gives the same input in any process, and hashing it costs the variable
+   * bytes alone, not the whole answer (a constant part is a property of the operation: it marks the same parts in
+   * every answer).
+   */
+  hash?: Hash;
+}
+
+/** `value` as JSON in UTF-8, the bytes of its constant parts copied in, in one new buffer. */
+export function jsonBytes(
+  value: unknown,
+  { room = 0, take = Buffer.allocUnsafeSlow, hash }: JsonBytesOptions = {},
+): Buffer {
+  const parts: Part[] = [];
   let text: string;
   met = parts;
   try {
@@ -79,9 +123,11 @@ export function jsonBytes(value: unknown, room = 0, take: (size: number) => Buff
   } finally {
     met = null;
   }
-  // The text between the marks encoded one piece after the other into the scratch, then every piece, encoded text
-  // and constant bytes, copied once into the answer.
-  if (text.length * 3 > scratch.length) scratch = Buffer.allocUnsafeSlow(text.length * 3);
+  // The text between the marks encoded one piece after the other into the scratch, each constant's digest after its
+  // piece (the digest input is then the scratch's first bytes), then every piece, encoded text and constant bytes,
+  // copied once into the answer.
+  const needed = text.length * 3 + parts.length * (DIGEST_LENGTH + 1);
+  if (needed > scratch.length) scratch = Buffer.allocUnsafeSlow(needed);
   const pieces: Buffer[] = [];
   let from = 0;
   let at = 0;
@@ -93,11 +139,15 @@ export function jsonBytes(value: unknown, room = 0, take: (size: number) => Buff
   if (parts.length > 0) {
     for (const m of text.matchAll(MARKED)) {
       encode(m.index);
-      pieces.push(parts[Number(m[1])]!);
+      const part = parts[Number(m[1])]!;
+      pieces.push(part.bytes);
+      scratch[at] = 0xff;
+      at += 1 + part.digest.copy(scratch, at + 1);
       from = m.index + m[0].length;
     }
   }
   encode(text.length);
+  hash?.update(scratch.subarray(0, at));
   let length = 0;
   for (const piece of pieces) length += piece.length;
   const bytes = room > 0 ? take(length + room) : Buffer.allocUnsafe(length);

@@ -4,7 +4,7 @@ import { defineOperation } from '../catalogue.ts';
 import { communeByCode, isCollectiviteOutreMer, isIleDeFrance, type Commune } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { inSandboxCommunes, SANDBOX_COMMUNES } from '../platform/sandbox.ts';
-import { constant } from '../../lib/json-bytes.ts';
+import { constant, constantText } from '../../lib/json-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Legal values. Every figure the estimate uses comes from this table or from the request: nothing else is a number.
@@ -407,8 +407,9 @@ type Part = Sortie['parts'][number];
 // Estimate
 // ---------------------------------------------------------------------------------------------------------------------
 
-const REGLE =
-  "Taxe d'aménagement (CGI art. 1635 quater A et suivants) : assiette forfaitaire (surface taxable × valeur forfaitaire de l'année, forfaits des piscines et des places de stationnement) multipliée par les taux votés par la commune ou l'EPCI, le département et, en Île-de-France, la région. Redevance d'archéologie préventive (CGI art. 235 ter ZG) sur la même assiette si les travaux affectent le sous-sol.";
+const REGLE = constantText(
+  "Taxe d'aménagement (CGI art. 1635 quater A et suivants) : assiette forfaitaire (surface taxable × valeur forfaitaire de l'année, forfaits des piscines et des places de stationnement) multipliée par les taux votés par la commune ou l'EPCI, le département et, en Île-de-France, la région. Redevance d'archéologie préventive (CGI art. 235 ter ZG) sur la même assiette si les travaux affectent le sous-sol.",
+);
 
 const nombre = new Intl.NumberFormat('fr-FR', { maximumFractionDigits: 2 });
 // Half the numbers an answer formats are the year's values, the same in every answer: each positive number is
@@ -604,16 +605,30 @@ function qualite(ctx: Contexte, totalMin: number | null, totalMax: number | null
 // The parts of an answer that follow from the year's scale alone (values, formula, sources, limits, the declaration's
 // steps: 10 of the 14 KB of an answer): made, serialised and encoded once each, not for every new request.
 const partiesFixes = new Map<string, unknown>();
-function partieFixe<T>(cle: string, faire: () => T): T {
+function partieFixe<T extends object | string>(cle: string, faire: () => T): T {
   if (!partiesFixes.has(cle)) {
     const partie = faire();
-    partiesFixes.set(cle, typeof partie === 'object' && partie !== null ? constant(partie) : partie);
+    partiesFixes.set(cle, typeof partie === 'string' ? constantText(partie) : constant(partie));
   }
   return partiesFixes.get(cle) as T;
 }
 
+// Lists of texts (sources, hypotheses, notes) are the same from one answer to the next but for a few: each distinct
+// list is a constant part, found by its content. A note may quote the request's figures, so the memory is bounded.
+const listes = new Map<string, string[]>();
+function textes(liste: readonly string[]): string[] {
+  const cle = liste.join('\n');
+  let fixe = listes.get(cle);
+  if (fixe === undefined) {
+    if (listes.size >= 1024) listes.clear();
+    listes.set(cle, (fixe = constant([...liste])));
+  }
+  return fixe;
+}
+
 /** The fields every answer carries, whatever its status. */
 function reponse(ctx: Contexte, partiel: Partial<Sortie> & Pick<Sortie, 'statut'>): Sortie {
+  const { notes = [], hypotheses = [], ...reste } = partiel;
   const totalMin = partiel.total_min ?? null;
   const totalMax = partiel.total_max ?? null;
   return {
@@ -632,15 +647,15 @@ function reponse(ctx: Contexte, partiel: Partial<Sortie> & Pick<Sortie, 'statut'
     abattement_residence_principale: false,
     archeologie: null,
     faits_manquants: [],
-    notes: [],
+    notes: textes(notes),
     a_confirmer: false,
     declaration: [],
     fiscalite_locale: null,
-    hypotheses: [],
+    hypotheses: textes(hypotheses),
     sources: partieFixe('sources', sourcesCommunes),
     limites: partieFixe(`limites|${ctx.bareme.annee}|${ctx.annee}`, () => limitesCommunes(ctx)),
     qualite: qualite(ctx, totalMin, totalMax),
-    ...partiel,
+    ...reste,
   };
 }
 
@@ -657,7 +672,7 @@ function nonDue(ctx: Contexte, notes: string[]): Sortie {
       montant_min: 0,
       montant_max: 0,
       regle: "Sans opération taxable, la redevance d'archéologie préventive n'est pas due non plus.",
-      sources: [TEXTES.archeologie],
+      sources: textes([TEXTES.archeologie]),
     },
     notes,
   });
@@ -788,7 +803,7 @@ function estimer(entree: Entree, ctx: Contexte): Sortie {
     );
   } else if (surface > 0) {
     const { auMieux, auPire } = surfaceAbattue(ctx, type, surface, entree);
-    const sourcesSurface = [...vf.sources, ...(auMieux > 0 ? [TEXTES.abattement] : [])];
+    const sourcesSurface = textes([...vf.sources, ...(auMieux > 0 ? [TEXTES.abattement] : [])]);
     if (auMieux === auPire) {
       if (auMieux > 0) {
         const montantAbattu = centimes(auMieux * vfM2 * (abattementPct / 100));
@@ -797,7 +812,7 @@ function estimer(entree: Entree, ctx: Contexte): Sortie {
           calcul: `${fmt(auMieux)} m² × ${fmt(vfM2)} € × ${fmt(abattementPct)} % = ${fmt(montantAbattu)} €`,
           min: montantAbattu,
           max: montantAbattu,
-          sources: [...vf.sources, TEXTES.abattement],
+          sources: textes([...vf.sources, TEXTES.abattement]),
         });
         abattementApplique = true;
       }
@@ -809,7 +824,7 @@ function estimer(entree: Entree, ctx: Contexte): Sortie {
           calcul: `${fmt(plein)} m² × ${fmt(vfM2)} € = ${fmt(montantPlein)} €`,
           min: montantPlein,
           max: montantPlein,
-          sources: vf.sources,
+          sources: textes(vf.sources),
         });
       }
     } else {
@@ -846,7 +861,7 @@ function estimer(entree: Entree, ctx: Contexte): Sortie {
       calcul: `${fmt(piscine)} m² × ${fmt(valeur)} € = ${fmt(total)} €`,
       min: total,
       max: total,
-      sources: ctx.bareme.valeurs.piscine_m2.sources,
+      sources: textes(ctx.bareme.valeurs.piscine_m2.sources),
     });
   }
 
@@ -859,7 +874,7 @@ function estimer(entree: Entree, ctx: Contexte): Sortie {
       calcul: `${fmt(places)} place${places > 1 ? 's' : ''} × ${fmt(valeur)} € = ${fmt(total)} €`,
       min: total,
       max: total,
-      sources: ctx.bareme.valeurs.stationnement_place.sources,
+      sources: textes(ctx.bareme.valeurs.stationnement_place.sources),
     });
   }
 
@@ -943,7 +958,7 @@ function estimer(entree: Entree, ctx: Contexte): Sortie {
         : archeoStatut === 'non_due'
           ? "Non due : les travaux n'affectent pas le sous-sol."
           : `Due seulement si les travaux affectent le sous-sol (fondations, terrassement) ; montant indiqué pour ce cas : assiette × ${fmt(tauxArcheo)} %.`,
-    sources: [TEXTES.archeologie],
+    sources: textes([TEXTES.archeologie]),
   };
   notes.push(
     "Les totaux portent sur la taxe d'aménagement seule ; la redevance d'archéologie préventive est chiffrée à part.",
