@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../lib/net.ts';
@@ -29,6 +29,9 @@ const NOT_INHERITED = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_TOKEN', 'LOG_L
 
 export async function startService(env: Record<string, string> = {}): Promise<Service> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-service-'));
+  // As root, PostgreSQL runs as an unprivileged user: when it reaches this folder its data stays inside and goes with
+  // it at the stop (else it is kept under /var/lib/svc, as a real DATA_DIR's would be, and each run would leave one).
+  await chmod(dataDir, 0o755);
   const port = await freePort();
   const root = path.resolve(import.meta.dirname, '..');
   const inherited = { ...process.env };
