@@ -69,8 +69,8 @@ function deepFreeze<T>(value: T): T {
 
 /**
  * `value` with the constants among its own fields replaced by their marks, in a shallow copy (`value` itself when it
- * has none). Constants sit there in most answers; JSON.stringify then meets no toJSON there, and constant texts
- * are found at all (a deeper constant object still marks itself through its toJSON).
+ * has none). Constants sit there in most answers: JSON.stringify then meets no toJSON for them, and a constant text
+ * (which has no toJSON) is found only there. A deeper constant object still marks itself through its toJSON.
  */
 function marked(value: unknown, parts: Part[]): unknown {
   if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value;
