@@ -18,7 +18,7 @@ import os from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
-import { machine, writeSection } from './results.ts';
+import { cpuMs, machine, writeSection } from './results.ts';
 import { startService } from './service.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -71,16 +71,6 @@ function child(args: string[], untilExit: boolean): Promise<{ line: string; pid:
       else reject(new Error(`node bench/pipeline.ts ${args[0]} : code ${code}`));
     });
   });
-}
-
-/**
- * CPU time a process has used so far, its threads included, in ms (Linux: /proc, 100 ticks a second). Less sensitive
- * than req/s to what else the machine runs, so that a change of the service's own cost shows on a shared machine.
- */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** The processes started by `pid`, at any depth (Linux: /proc). */
