@@ -10,9 +10,8 @@
  * A is the other checkout (the tree before the change, with its dependencies installed), B this one. Prints each
  * pair, then B's answers over A's, the pairs B won, and the medians of the api's CPU per answer and of p99.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { cpuMs } from './results.ts';
+import { load, median, type LoadResult } from './pipeline.ts';
 import { startService, type Service } from './service.ts';
 
 const [other, pairsArg = '10', secondsArg = '3', kind = 'fresh'] = process.argv.slice(2);
@@ -22,16 +21,6 @@ if (!other || !['fresh', 'same'].includes(kind)) {
 }
 const PAIRS = Number(pairsArg);
 const SECONDS = Number(secondsArg);
-
-interface Run {
-  rps: number;
-  p99: number;
-  ok: number;
-  non2xx: number;
-  errors: number;
-  /** CPU time of the api's process, all its threads, per answer, in µs. */
-  cpuUs: number;
-}
 
 const startFrom = async (root: string): Promise<Service> =>
   ((await import(path.resolve(root, 'bench/service.ts'))) as { startService: typeof startService }).startService();
@@ -45,35 +34,18 @@ async function prepared(service: Service) {
 
 // Each run's new requests start from their own offset, so that no two runs (nor the two services) send the same body.
 let offset = 0;
-function run({ service, key }: Awaited<ReturnType<typeof prepared>>, duration: number): Promise<Run> {
-  const spec = {
-    url: `${service.url}/api/v1/fiscal/taxe-amenagement`,
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}` },
-    kind,
-    offset: (offset += 1_000_000),
-    duration,
-  };
-  const before = cpuMs(service.pid);
-  const load = spawn(
-    process.execPath,
-    [path.join(import.meta.dirname, 'pipeline.ts'), '--load', JSON.stringify(spec)],
+const run = ({ service, key }: Awaited<ReturnType<typeof prepared>>, duration: number) =>
+  load(
     {
-      stdio: ['ignore', 'pipe', 'inherit'],
+      url: `${service.url}/api/v1/fiscal/taxe-amenagement`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      kind: kind as 'fresh' | 'same',
+      offset: (offset += 1_000_000),
+      duration,
     },
+    service.pid,
   );
-  let out = '';
-  load.stdout.on('data', (chunk) => (out += chunk));
-  return new Promise((resolve, reject) =>
-    load.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`générateur de charge : code ${code}`));
-      const result = JSON.parse(out.trim());
-      resolve({ ...result, cpuUs: ((cpuMs(service.pid) - before) * 1000) / Math.max(1, result.ok) });
-    }),
-  );
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 
 const services: Service[] = [];
 try {
@@ -82,13 +54,14 @@ try {
   const [a, b] = [await prepared(services[0]!), await prepared(services[1]!)];
   // Warm-up: each service's first answers pay its compilation and its memory's growth.
   for (const side of [a, b, a, b]) await run(side, 3);
-  const runs: Array<{ a: Run; b: Run }> = [];
+  const runs: Array<{ a: LoadResult; b: LoadResult }> = [];
   for (let pair = 0; pair < PAIRS; pair++) {
-    const first = pair % 2 === 0 ? await run(a, SECONDS) : await run(b, SECONDS);
-    const second = pair % 2 === 0 ? await run(b, SECONDS) : await run(a, SECONDS);
-    const result = pair % 2 === 0 ? { a: first, b: second } : { a: second, b: first };
+    const [first, second] = pair % 2 === 0 ? [a, b] : [b, a];
+    const one = await run(first, SECONDS);
+    const two = await run(second, SECONDS);
+    const result = first === a ? { a: one, b: two } : { a: two, b: one };
     runs.push(result);
-    const line = (r: Run) => `${r.rps.toFixed(0)} req/s, CPU ${r.cpuUs.toFixed(0)} µs, p99 ${r.p99} ms`;
+    const line = (r: LoadResult) => `${r.rps.toFixed(0)} req/s, CPU ${r.cpuUs!.toFixed(0)} µs, p99 ${r.p99} ms`;
     const failures = result.a.non2xx + result.a.errors + result.b.non2xx + result.b.errors;
     console.log(
       `paire ${pair + 1} : A ${line(result.a)} | B ${line(result.b)}${failures ? ` | ${failures} échecs` : ''}`,
@@ -98,8 +71,8 @@ try {
   const won = runs.filter((r) => r.b.ok > r.a.ok).length;
   console.log(
     `B/A : ${(answers('b') / answers('a')).toFixed(3)} des réponses, ${won} paires sur ${PAIRS} gagnées par B ; ` +
-      `CPU de l’api par réponse (médianes) ${median(runs.map((r) => r.a.cpuUs)).toFixed(0)} → ` +
-      `${median(runs.map((r) => r.b.cpuUs)).toFixed(0)} µs ; p99 ${median(runs.map((r) => r.a.p99))} → ` +
+      `CPU de l’api par réponse (médianes) ${median(runs.map((r) => r.a.cpuUs!)).toFixed(0)} → ` +
+      `${median(runs.map((r) => r.b.cpuUs!)).toFixed(0)} µs ; p99 ${median(runs.map((r) => r.a.p99))} → ` +
       `${median(runs.map((r) => r.b.p99))} ms`,
   );
 } finally {

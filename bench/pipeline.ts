@@ -8,9 +8,9 @@
  * debited, the identical ones within 24 h are not: billing still decides each time); the same operation with a new
  * request each time (every answer debited); `/health`. They run in short rounds, alternately in the order A B C D and
  * D C B A, so that a drift of the machine's speed (this VM's drifts by a third within minutes) weighs on every case
- * alike; each billed figure is compared with the bare route of its own round. Then task latencies, one call at a time: POST → 202 of `lire_plu` on a point no zone covers (the task
- * needs no model and ends as soon as it has looked), and the delay between a task's end and the return of a client
- * waiting on it with `attendre`.
+ * alike; each billed figure is compared with the bare route of its own round. Then task latencies, one call at a
+ * time: POST → 202 of `lire_plu` on a point no zone covers (the task needs no model and ends as soon as it has
+ * looked), and the delay between a task's end and the return of a client waiting on it with `attendre`.
  */
 import { spawn } from 'node:child_process';
 import { createReadStream, readdirSync, readFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ import os from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
-import { cpuMs, machine, writeSection } from './results.ts';
+import { machine, writeSection } from './results.ts';
 import { startService } from './service.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -31,7 +31,7 @@ const WAITS = 30;
 const FRESH_PER_RUN = 1_000_000;
 
 type Kind = 'same' | 'fresh' | 'none';
-interface LoadSpec {
+export interface LoadSpec {
   url: string;
   method: 'GET' | 'POST';
   headers: Record<string, string>;
@@ -39,7 +39,7 @@ interface LoadSpec {
   offset: number;
   duration: number;
 }
-interface LoadResult {
+export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
@@ -71,6 +71,16 @@ function child(args: string[], untilExit: boolean): Promise<{ line: string; pid:
       else reject(new Error(`node bench/pipeline.ts ${args[0]} : code ${code}`));
     });
   });
+}
+
+/**
+ * CPU time a process has used so far, its threads included, in ms (Linux: /proc, 100 ticks a second). Less sensitive
+ * than req/s to what else the machine runs, so that a change of the service's own cost shows on a shared machine.
+ */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** The processes started by `pid`, at any depth (Linux: /proc). */
@@ -108,8 +118,8 @@ function cpuMsOfDescendants(pid: number): number {
   }, 0);
 }
 
-/** One load run against the server of process `server`. */
-async function load(spec: LoadSpec, server: number): Promise<LoadResult> {
+/** One load run against the server of process `server`, by a load generator in a process of its own. */
+export async function load(spec: LoadSpec, server: number): Promise<LoadResult> {
   const cpu = cpuMs(server);
   const othersCpu = cpuMsOfDescendants(server);
   const result: LoadResult = JSON.parse((await child(['--load', JSON.stringify(spec)], true)).line);
@@ -127,7 +137,7 @@ const loadAverage = () =>
     .map((n) => n.toFixed(1))
     .join(' / ');
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
@@ -326,6 +336,7 @@ if (process.argv[2] === '--bare') {
     errors: result.errors + result.timeouts,
   };
   console.log(JSON.stringify(out));
-} else {
+} else if (import.meta.main) {
+  // Run as a script; imported (bench/ab.ts uses `load`), nothing runs.
   await main();
 }

@@ -11,16 +11,6 @@ export function machine(): string {
   return `${cpus.length} × ${cpus[0]?.model ?? 'CPU inconnu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}`;
 }
 
-/**
- * CPU time a process has used so far, its threads included, in ms (Linux: /proc, 100 ticks a second). Less sensitive
- * than req/s to what else the machine runs, so that a change of the service's own cost shows on a shared machine.
- */
-export function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 export function today(): string {
   return new Date().toISOString().slice(0, 10);
 }
