@@ -39,7 +39,7 @@ describe('answers as JSON bytes, with constant parts serialised once', () => {
     expect(jsonBytes({ marque }).toString()).toBe('{"marque":[1,2]}');
   });
 
-  it('hashes the variable bytes, each constant part by its own digest, the same for the same value in any shape', () => {
+  it('hashes the variable bytes, each constant part by its own digest: a copy of an answer hashes the same', () => {
     const sha = (...chunks: Buffer[]) => createHash('sha256').update(Buffer.concat(chunks)).digest();
     const digestOf = (value: unknown) => {
       const hash = createHash('sha256');
