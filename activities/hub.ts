@@ -48,6 +48,8 @@ export interface HubDeps {
     | null;
   /** The tools the Hub may offer a key's questions: the read operations it may call, and the memory. */
   outils: (cleId: string) => Promise<ModelTool[]>;
+  /** Why a tool the question was not offered is refused: the code a direct call would get, and its detail. */
+  refus: (cleId: string, tool: string, autorises: string[] | null) => Promise<{ code: string; detail: string }>;
 }
 
 interface Question {
@@ -227,8 +229,8 @@ export function createHubActivities(deps: HubDeps) {
           [args.conversationId, args.numero, args.tour],
         ),
         appelsDe(db, args),
-        qui.memoire ? lireProfil(db, qui.compteId) : null,
-        qui.memoire ? lireMemoire(db, qui.compteId) : null,
+        qui.memoire && qui.compteId ? lireProfil(db, qui.compteId) : null,
+        qui.memoire && qui.compteId ? lireMemoire(db, qui.compteId) : null,
         deps.outils(qui.cleId),
       ]);
       if (!question || !conversation) {
@@ -238,7 +240,7 @@ export function createHubActivities(deps: HubDeps) {
           nonRetryable: true,
         });
       }
-      const donne = qui.memoire ? [profil, memoire] : [];
+      const donne = [profil, memoire].filter((d) => d !== null);
       const dejaJoue = tours.rows.find((t) => t.tour === args.tour);
       if (dejaJoue) {
         const joue = joueDe(appels, args.tour);
@@ -306,12 +308,13 @@ export function createHubActivities(deps: HubDeps) {
       };
       // Arguments are checked here, before anything runs: a tool the question was not offered, or arguments that
       // are not a JSON object, come back to the model as the call's error, never run, never billed.
+      const refus = await Promise.all(
+        demandes.map((c) => (offerts.has(c.name) ? null : deps.refus(qui.cleId, c.name, demande.outilsAutorises))),
+      );
       const lignes = demandes.map((c, i) => {
         let entree: unknown = null;
-        let erreur: { code: string; detail: string } | null = null;
-        if (!offerts.has(c.name)) {
-          erreur = { code: 'portee_insuffisante', detail: `L’outil « ${c.name} » n’est pas ouvert à cette question.` };
-        } else {
+        let erreur: { code: string; detail: string } | null = refus[i] ?? null;
+        if (!erreur) {
           try {
             entree = JSON.parse(c.arguments || '{}');
           } catch {

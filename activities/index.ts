@@ -37,7 +37,7 @@ export interface ActivityDeps {
   /** The model reads images (documents' pictures, scanned pages); false: they are said unread in `limites`. */
   modelSeesImages?: boolean;
   /** The operations the Hub's questions call, through the pipeline (absent: its tool calls fail, said). */
-  hub?: Pick<HubDeps, 'invoke' | 'outils'>;
+  hub?: Pick<HubDeps, 'invoke' | 'outils' | 'refus'>;
 }
 
 /** Failures of the domain become Temporal failures whose type is the task's stable `erreur.code`. */
@@ -84,6 +84,9 @@ export function createActivities(deps: ActivityDeps) {
       model: deps.model,
       invoke: deps.hub?.invoke ?? null,
       outils: deps.hub?.outils ?? (async () => []),
+      refus:
+        deps.hub?.refus ??
+        (async (_cleId, tool) => ({ code: 'ressource_absente', detail: `Aucun outil « ${tool} » pour le Hub.` })),
     }),
     ...createModelesActivities({ db: deps.db }),
   };

@@ -1,8 +1,8 @@
-import { loadConfig } from '../lib/config.ts';
+import { loadConfigOrExit } from '../lib/config.ts';
 import { onShutdown, startServer } from './server.ts';
 
 // The api process alone (the multi-machine path): it needs an external PostgreSQL. `npm start` runs everything.
-const config = loadConfig();
+const config = loadConfigOrExit();
 if (!config.DATABASE_URL) {
   console.error('DATABASE_URL est requis pour lancer l’api seule ; `npm start` lance aussi une base embarquée.');
   process.exit(2);

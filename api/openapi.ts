@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { effectOf, operationId, pathParams, priceText, type Operation, type Tier } from '../domain/catalogue.ts';
 import { ERRORS, type ErrorCode } from '../domain/errors.ts';
+import { OPERATIONS_A_VENIR } from '../domain/operations.ts';
 import { jsonSchema, servedSchema, type JsonSchema } from '../domain/json-schema.ts';
 import { API_PREFIX } from './operation-routes.ts';
 import { ProblemSchema } from './problems.ts';
@@ -154,6 +155,13 @@ export type ExtraPaths = Record<
   Record<string, Record<string, unknown> & { 'x-svc-credits': number; 'x-svc-palier-minimal': Tier }>
 >;
 
+/** The section of the description that lists the specification's operations not served yet. */
+function aVenir(): string {
+  if (OPERATIONS_A_VENIR.length === 0) return '';
+  const lignes = OPERATIONS_A_VENIR.map((o) => `- \`${o.outil}\` (\`${o.methode} ${API_PREFIX}${o.chemin}\`)`);
+  return `\n## Pas encore servies\n\nOpérations de la spécification que ce service ne sert pas encore (leur chemin répond 404) :\n\n${lignes.join('\n')}\n`;
+}
+
 /**
  * The OpenAPI 3.1.0 description, generated from the catalogue: one declaration per operation, no other source;
  * `extraPaths` are the few routes outside it (the signed download links of generated files).
@@ -176,7 +184,7 @@ export function buildOpenApi(operations: Operation[], extraPaths: ExtraPaths = {
     info: {
       title: 'API des données immobilières',
       version: API_VERSION,
-      description: DESCRIPTION,
+      description: `${DESCRIPTION}${aVenir()}`,
       license: { name: 'Propriétaire', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: serverUrl }],

@@ -3,7 +3,7 @@ import type { QuestionDemandee } from './hub/types.ts';
 import type { Db } from '../db/client.ts';
 import type { Cursors } from '../lib/cursor.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
-import type { ErrorCode, FieldError } from './errors.ts';
+import { ApiError, type ErrorCode, type FieldError } from './errors.ts';
 import type { RenderPool } from './documents/pool.ts';
 import type { FileDelivery } from './documents/telechargement.ts';
 import { lireEntree } from './entrees.ts';
@@ -100,7 +100,7 @@ export interface HubEngine {
    * the database); a refusal or a failure of the question is an ApiError.
    */
   poser(
-    conversation: { id: string; compteId: string; dernier: () => Promise<number> },
+    conversation: { id: string; compteId: string | null; dernier: () => Promise<number> },
     demande: QuestionDemandee,
   ): Promise<number>;
 }
@@ -284,4 +284,76 @@ export function priceOf(operation: Operation, output: unknown): number {
   if (operation.unit === 'appel') return operation.credits;
   const units = operation.units?.(output) ?? 0;
   return operation.unit === '10_lignes' ? operation.credits * Math.ceil(units / 10) : operation.credits * units;
+}
+
+/**
+ * The operations by tool: one tool per operation of the specification, whose several paths are declared as variants
+ * (`ventes_commune`: by `insee` or by `code_postal`), the main path first. The ways of one tool are admitted alike:
+ * a declaration whose variants differ in scope, tier, sandbox or personal key is refused here, when the catalogue is
+ * read.
+ */
+export function operationsByTool(operations: Operation[]): Map<string, Operation[]> {
+  const byTool = new Map<string, Operation[]>();
+  for (const operation of operations) {
+    const ways = byTool.get(operation.tool) ?? [];
+    if (operation.variant) ways.push(operation);
+    else ways.unshift(operation);
+    byTool.set(operation.tool, ways);
+  }
+  for (const [tool, [main, ...others]] of byTool) {
+    for (const other of others) {
+      const same = (['scope', 'tier', 'sandbox', 'personalKey', 'restOnly'] as const).every(
+        (k) => main![k] === other[k],
+      );
+      if (!same || main!.variant)
+        throw new Error(`${tool} : ses chemins diffèrent d’admission, ou il n’a pas de chemin principal.`);
+    }
+  }
+  return byTool;
+}
+
+const keysByWay = new WeakMap<Operation, string[]>();
+
+/**
+ * The fields that name a way of a tool: its path parameters and its required fields (`q` for an address search,
+ * `lat` and `lon` for the reverse one).
+ */
+function wayKeys(way: Operation): string[] {
+  let keys = keysByWay.get(way);
+  if (!keys) {
+    const required = Object.entries(way.input.shape as Record<string, z.ZodType>)
+      .filter(([, field]) => !field.safeParse(undefined).success)
+      .map(([name]) => name);
+    keys = [...new Set([...pathParams(way.path), ...required])];
+    keysByWay.set(way, keys);
+  }
+  return keys;
+}
+
+/**
+ * The way of a tool that a flat input names: the one whose naming fields (wayKeys) it all gives, the one with most of
+ * them when several do (`/modeles/{modele}` over `/modeles`). An input that names none, or two ways at once, is
+ * refused field by field.
+ */
+export function wayOf(ways: Operation[], input: Record<string, unknown>): Operation {
+  if (ways.length === 1) return ways[0]!;
+  const given = (name: string) => input[name] !== undefined;
+  const fitting = ways.filter((way) => wayKeys(way).every(given));
+  const most = Math.max(...fitting.map((way) => wayKeys(way).length));
+  const best = fitting.filter((way) => wayKeys(way).length === most);
+  const forms = ways.map((way) => wayKeys(way).join(' + ') || '(aucun champ)').join(', ou ');
+  const refuse = (message: string, champs: string[]) =>
+    new ApiError('parametres_invalides', `${message[0]!.toUpperCase()}${message.slice(1)}.`, {
+      erreurs: champs.map((champ) => ({ champ, emplacement: 'corps', message })),
+    });
+  const all = [...new Set(ways.flatMap(wayKeys))];
+  if (best.length === 0) throw refuse(`une des formes d’appel est requise : ${forms}`, all);
+  if (best.length > 1) throw refuse(`une seule forme d’appel à la fois : ${forms}`, all.filter(given));
+  // The naming fields of another way, which this way does not take: said as such, rather than as unknown fields.
+  const own = Object.keys(best[0]!.input.shape);
+  const others = all.filter((name) => given(name) && !own.includes(name));
+  if (others.length > 0) {
+    throw refuse(`une seule forme d’appel à la fois : ${forms}`, [...wayKeys(best[0]!), ...others]);
+  }
+  return best[0]!;
 }

@@ -3,7 +3,9 @@ import {
   billsItself,
   fieldPlace,
   operationId,
+  operationsByTool,
   priceOf,
+  wayOf,
   type Caller,
   type Operation,
   type Services,
@@ -339,6 +341,7 @@ export function createPipeline(deps: {
   });
   const debiter = createDebiter(services.db);
   const byId = new Map(deps.operations.map((operation) => [operationId(operation), operation]));
+  const waysByTool = operationsByTool(deps.operations);
   const cache = createResponseCache();
   const served = createServedMemory();
   const bodies = createBufferPool();
@@ -476,7 +479,18 @@ export function createPipeline(deps: {
       const requestId = options.requestId ?? newRequestId();
       const operation = byId.get(tool);
       if (!operation) throw new ApiError('ressource_absente', `Aucune opération « ${tool} » au catalogue.`);
-      return run(await admit(credential, operation, requestId), input, options);
+      const admission = await admit(credential, operation, requestId);
+      // A tool of several paths (`ventes_commune`, by `insee` or `code_postal`) takes the way its input names; every
+      // way is admitted alike.
+      const ways = waysByTool.get(tool);
+      if (!ways || ways.length === 1 || !isPlainObject(input)) return run(admission, input, options);
+      let way: Operation;
+      try {
+        way = wayOf(ways, input);
+      } catch (error) {
+        throw refusal(error, requestId);
+      }
+      return run({ ...admission, operation: way }, input, options);
     },
     /** What a credential may call, without a call (the tools an MCP client is shown). */
     rights: auth.rights,

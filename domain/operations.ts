@@ -5,7 +5,7 @@ import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
 import { estimationOperations } from './estimation/operations.ts';
-import { HUB_OPERATIONS } from './hub/operations.ts';
+import { hubOperations } from './hub/operations.ts';
 import { marcheOperations } from './marche/operations.ts';
 import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
@@ -13,9 +13,10 @@ import { permisOperations } from './urbanisme/permis.ts';
 import { pluOperations } from './plu/operations.ts';
 import { taxeAmenagement } from './urbanisme/taxe-amenagement.ts';
 import { webhookOperations } from './webhooks/operations.ts';
+import { estOutil } from './outils.ts';
 
-/** The catalogue: every operation the API serves, declared once in its domain. */
-export const OPERATIONS = [
+/** Every operation but the Hub's, which a Hub question may call as tools. */
+const OUTILS_POSSIBLES = [
   ...adresseOperations,
   ...compteOperations,
   ...documentOperations,
@@ -23,7 +24,6 @@ export const OPERATIONS = [
   faitsAdresse,
   ...dvfOperations,
   ...estimationOperations,
-  ...HUB_OPERATIONS,
   ...marcheOperations,
   ...permisOperations,
   ...societesCivilesOperations,
@@ -31,3 +31,34 @@ export const OPERATIONS = [
   taxeAmenagement,
   ...webhookOperations,
 ] as Operation[];
+
+/** The catalogue: every operation the API serves, declared once in its domain. */
+export const OPERATIONS: Operation[] = [
+  ...OUTILS_POSSIBLES,
+  ...(hubOperations([...new Set(OUTILS_POSSIBLES.filter(estOutil).map((o) => o.tool))]) as Operation[]),
+];
+
+/**
+ * The specification's operations not served yet: its catalogue names them, their domains have not landed. The
+ * description lists them, so that every gap is visible and deliberate; a test fails on an operation of the
+ * specification that is neither served nor here, and on one here that is served. Each landing domain empties it.
+ */
+export const OPERATIONS_A_VENIR: ReadonlyArray<{ outil: string; methode: 'GET' | 'POST'; chemin: string }> = [
+  { outil: 'annonce', methode: 'GET', chemin: '/annonces/{id}' },
+  { outil: 'flux_annonces', methode: 'GET', chemin: '/flux/annonces' },
+  { outil: 'flux_adresses', methode: 'GET', chemin: '/flux/adresses' },
+  { outil: 'urbanisme_adresse', methode: 'GET', chemin: '/adresses/{cle_ban}/urbanisme' },
+  { outil: 'documents_urbanisme', methode: 'GET', chemin: '/communes/{insee}/urbanisme' },
+  { outil: 'coupes_facades', methode: 'POST', chemin: '/urbanisme/coupes' },
+  { outil: 'preparer_dossier', methode: 'POST', chemin: '/urbanisme/dossiers' },
+  { outil: 'agences_commune', methode: 'GET', chemin: '/communes/{insee}/agences' },
+  { outil: 'agences', methode: 'GET', chemin: '/agences' },
+  { outil: 'pre_marche_adresse', methode: 'GET', chemin: '/adresses/{cle_ban}/pre-marche' },
+  { outil: 'pre_marche_zone', methode: 'GET', chemin: '/pre-marche' },
+  { outil: 'jeux', methode: 'GET', chemin: '/jeux' },
+  { outil: 'schema_jeu', methode: 'GET', chemin: '/jeux/{jeu}/schema' },
+  { outil: 'lire_jeu', methode: 'GET', chemin: '/jeux/{jeu}' },
+  { outil: 'agreger_jeu', methode: 'GET', chemin: '/jeux/{jeu}/agregats' },
+  { outil: 'exports', methode: 'GET', chemin: '/exports' },
+  { outil: 'exports_telecharger', methode: 'GET', chemin: '/exports/{jeu}/{date}' },
+];

@@ -1,4 +1,12 @@
-import { effectOf, operationId, priceText, type Effect, type Operation } from './catalogue.ts';
+import {
+  effectOf,
+  operationId,
+  operationsByTool,
+  pathParams,
+  priceText,
+  type Effect,
+  type Operation,
+} from './catalogue.ts';
 import { jsonSchema, servedSchema, type JsonSchema } from './json-schema.ts';
 import { accessRefusal, type Rights } from './platform/authenticate.ts';
 
@@ -114,15 +122,48 @@ function objectSchema(operation: Operation, schema: JsonSchema, what: string): J
   return schema as JsonSchema & { type: 'object' };
 }
 
-/** The tool of one operation of `operations` (the catalogue, to name the tool that reads a task's result). */
-export function outilDe(operation: Operation, operations: Operation[]): Outil {
-  const effect = effectOf(operation);
+/**
+ * The input of a tool of several ways: the union of their fields, each way's path parameters optional (the tool
+ * takes exactly one way, wayOf in domain/catalogue.ts), the other fields required only where every way requires them.
+ */
+function unionInput(ways: Operation[], schemas: JsonSchema[]): JsonSchema & { type: 'object' } {
+  if (schemas.length === 1) return schemas[0] as JsonSchema & { type: 'object' };
+  const properties: Record<string, unknown> = {};
+  for (const schema of schemas) {
+    for (const [name, property] of Object.entries((schema.properties ?? {}) as object)) properties[name] ??= property;
+  }
+  const required = ((schemas[0]!.required as string[] | undefined) ?? []).filter((name) =>
+    schemas.every((schema) => ((schema.required as string[] | undefined) ?? []).includes(name)),
+  );
+  const forms = ways.map(
+    (way) => `\`${way.method} ${way.path}\` (${pathParams(way.path).join(', ') || 'sans paramètre de chemin'})`,
+  );
   return {
-    name: operationId(operation),
+    ...schemas[0],
+    type: 'object',
+    properties,
+    required,
+    description: `Une forme d’appel parmi : ${forms.join(' ; ')}.`,
+  };
+}
+
+/**
+ * The tool of an operation of `operations` (the catalogue, to name the tool that reads a task's result), with its
+ * other ways (the variants of its path), named as the specification's catalogue names it.
+ */
+export function outilDe(operation: Operation, operations: Operation[], ways: Operation[] = [operation]): Outil {
+  const effect = effectOf(operation);
+  const outputs = ways.map((way) => objectSchema(way, jsonSchema(servedSchema(way), 'output'), 'la sortie'));
+  const distinct = [...new Map(outputs.map((o) => [JSON.stringify(o), o])).values()];
+  return {
+    name: operation.tool,
     title: operation.summary,
     description: descriptionOf(operation, operations),
-    inputSchema: objectSchema(operation, jsonSchema(operation.input, 'input'), 'l’entrée'),
-    outputSchema: objectSchema(operation, jsonSchema(servedSchema(operation), 'output'), 'la sortie'),
+    inputSchema: unionInput(
+      ways,
+      ways.map((way) => objectSchema(way, jsonSchema(way.input, 'input'), 'l’entrée')),
+    ),
+    outputSchema: distinct.length === 1 ? distinct[0]! : { type: 'object', anyOf: distinct },
     annotations: {
       title: operation.summary,
       readOnlyHint: effect === 'lecture',
@@ -137,14 +178,15 @@ export function outilDe(operation: Operation, operations: Operation[]): Outil {
  * call.
  */
 export function createOutils(operations: Operation[]) {
-  const entries = operations
-    .filter(estOutil)
-    .map((operation) => ({ operation, outil: outilDe(operation, operations) }));
+  const entries = [...operationsByTool(operations.filter(estOutil)).values()].map((ways) => ({
+    operation: ways[0]!,
+    outil: outilDe(ways[0]!, operations, ways),
+  }));
   const byName = new Map(entries.map((e) => [e.outil.name, e.operation]));
   return {
-    /** Every tool of the catalogue. */
+    /** Every tool of the catalogue: one per operation, its several paths in one. */
     tous: entries.map((e) => e.outil),
-    /** The operation a tool name calls; undefined for a name that is no tool. */
+    /** The operation a tool name calls (its main path); undefined for a name that is no tool. */
     operation: (name: string) => byName.get(name),
     /**
      * The tools a caller with these rights may call: the operations the pipeline admits, by the very rule it applies

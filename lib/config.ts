@@ -16,7 +16,7 @@ export const ConfigSchema = z.object({
    * under /root) is placed here instead, binaries and data (the start line says where).
    */
   EMBEDDED_PG_ROOT_DIR: z.string().min(1).default('/var/lib/svc'),
-  ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN doit faire au moins 16 caractères').optional(),
+  ADMIN_TOKEN: z.string().min(16, 'au moins 16 caractères').optional(),
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   /** Task queue shared by the api (which starts workflows) and the workers (which run them). */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('svc'),
@@ -58,12 +58,41 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema>;
 
+/** A setting that cannot work, said as one sentence per wrong variable (never a stack trace). */
+export class ConfigError extends Error {}
+
+/** The S3 settings a bucket needs once STORAGE_S3_ENDPOINT is set. */
+const S3_REQUIRED = ['STORAGE_S3_BUCKET', 'STORAGE_S3_ACCESS_KEY_ID', 'STORAGE_S3_SECRET_ACCESS_KEY'] as const;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = ConfigSchema.safeParse(present);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`Configuration invalide :\n${lines.join('\n')}`);
+  const wrong = parsed.success
+    ? []
+    : parsed.error.issues.map(
+        (i) => `${i.path.join('.')} : ${i.message.replace(/\.$/, '')} ; corrigez-la ou retirez-la.`,
+      );
+  if (parsed.success && parsed.data.STORAGE_S3_ENDPOINT) {
+    for (const name of S3_REQUIRED.filter((n) => !parsed.data[n])) {
+      wrong.push(
+        `${name} : requise quand STORAGE_S3_ENDPOINT est définie ; définissez-la, ou retirez STORAGE_S3_ENDPOINT.`,
+      );
+    }
   }
-  return parsed.data;
+  if (wrong.length > 0) throw new ConfigError(wrong.map((line) => `Variable ${line}`).join('\n'));
+  return parsed.data!;
+}
+
+/**
+ * The configuration of a process entry (npm start, the api, the worker, the importers): a wrong one ends the process
+ * with code 1 and one sentence per wrong variable on stderr, no stack trace.
+ */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`Configuration invalide, le service ne démarre pas :\n${error.message}\n`);
+    process.exit(1);
+  }
 }

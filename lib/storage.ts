@@ -325,12 +325,7 @@ export function createS3Storage(options: S3Options): FileStorage {
  */
 export function storageFromConfig(config: Config): FileStorage {
   if (!config.STORAGE_S3_ENDPOINT) return createFolderStorage(path.join(config.DATA_DIR, 'fichiers'));
-  const missing = (['STORAGE_S3_BUCKET', 'STORAGE_S3_ACCESS_KEY_ID', 'STORAGE_S3_SECRET_ACCESS_KEY'] as const).filter(
-    (name) => !config[name],
-  );
-  if (missing.length > 0) {
-    throw new Error(`Configuration invalide : STORAGE_S3_ENDPOINT est défini, il manque ${missing.join(', ')}.`);
-  }
+  // loadConfig refuses an endpoint without its bucket and keys.
   return createS3Storage({
     endpoint: config.STORAGE_S3_ENDPOINT,
     bucket: config.STORAGE_S3_BUCKET!,

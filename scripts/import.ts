@@ -21,7 +21,7 @@ import { irisSource } from '../domain/territoire/import-iris.ts';
 import { permisSource } from '../domain/urbanisme/import-permis.ts';
 import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { zonageAbcSource } from '../domain/zonage-abc/import.ts';
-import { loadConfig } from '../lib/config.ts';
+import { loadConfigOrExit } from '../lib/config.ts';
 import { recalibrerApresImport } from '../lib/temporal.ts';
 import { exitWith } from './exit.ts';
 
@@ -133,7 +133,7 @@ async function main(): Promise<number> {
     if (name === 'dvf') {
       // The sheets of GET /modeles and the range estimer_bien serves are measured on the sales: new sales, new
       // measures, by a workflow the running worker picks up (one per version of the sales).
-      const config = loadConfig();
+      const config = loadConfigOrExit();
       const dataset = parsed.values.sandbox ? 'sandbox' : 'live';
       console.log(
         await recalibrerApresImport(() => versionDvf(db, dataset), {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { onShutdown, startServer } from '../api/server.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { randomToken } from '../lib/crypto.ts';
-import { loadConfig } from '../lib/config.ts';
+import { loadConfigOrExit } from '../lib/config.ts';
 import { startWorkerProcess } from '../worker/process.ts';
 import { liveData, loadSandbox } from '../domain/sandbox/load.ts';
 import { SOURCE_DEMONSTRATION } from '../domain/qualite.ts';
@@ -16,7 +16,7 @@ import { startTemporalDevServer } from './temporal-server.ts';
  * demonstration organisation whose keys are printed once. With the embedded PostgreSQL, live data that is empty gets
  * the sandbox's territory as labelled demonstration data, until the first real import removes it.
  */
-const config = loadConfig();
+const config = loadConfigOrExit();
 const dataDir = path.resolve(config.DATA_DIR);
 
 // Registered first, so that a stop asked for while starting stops what has started; whatever is still starting has

@@ -9,12 +9,12 @@ import { OPERATIONS } from '../domain/operations.ts';
 import { createOutils } from '../domain/outils.ts';
 import { createAccounts } from '../domain/platform/accounts.ts';
 import { createServices } from '../domain/services.ts';
-import { loadConfig } from '../lib/config.ts';
+import { loadConfigOrExit } from '../lib/config.ts';
 import { modelFromConfig } from '../lib/model.ts';
 import { startWorker } from './worker.ts';
 
 // The worker process alone (the multi-machine path): it needs TEMPORAL_ADDRESS; `npm start` runs everything.
-const config = loadConfig();
+const config = loadConfigOrExit();
 if (!config.TEMPORAL_ADDRESS) {
   console.error('TEMPORAL_ADDRESS est requis pour lancer le worker seul ; `npm start` lance aussi Temporal.');
   process.exit(2);

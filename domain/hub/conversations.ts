@@ -23,7 +23,7 @@ export interface ContexteHub {
 interface LigneConversation {
   id: string;
   organisation_id: string;
-  compte_id: string;
+  compte_id: string | null;
   titre: string | null;
   annonce_id: string | null;
   projet_id: string | null;
@@ -33,7 +33,27 @@ interface LigneConversation {
   maj_le: Date | null;
 }
 
-export type ConversationComplete = Conversation & { compteId: string; organisationId: string; contexte: ContexteHub };
+/**
+ * Who a conversation belongs to: the personal account of the key that opened it, or, for an organisation key (attached
+ * to no account), the organisation itself. Nobody else sees it.
+ */
+export interface Proprietaire {
+  organisationId: string;
+  /** null: the organisation's own conversation. */
+  compteId: string | null;
+}
+
+export type ConversationComplete = Conversation & Proprietaire & { contexte: ContexteHub };
+
+/** Whether the conversation belongs to this owner (an account's is never the organisation's, nor the reverse). */
+export function appartientA(c: ConversationComplete, p: Proprietaire): boolean {
+  return c.compteId === p.compteId && (c.compteId !== null || c.organisationId === p.organisationId);
+}
+
+/** The rows of an owner's conversations, as a condition on `conversations_hub` and its parameter ($1). */
+function ligneDe(p: Proprietaire): [string, string] {
+  return p.compteId ? ['compte_id = $1', p.compteId] : ['organisation_id = $1 AND compte_id IS NULL', p.organisationId];
+}
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -68,7 +88,7 @@ export function enPublic(c: ConversationComplete): Conversation {
 /** A new conversation; its title is the start of its first question. */
 export async function creerConversation(
   db: Queryable,
-  c: { id: string; organisationId: string; compteId: string; question: string; contexte: ContexteHub },
+  c: Proprietaire & { id: string; question: string; contexte: ContexteHub },
 ): Promise<void> {
   const titre = c.question.length <= 80 ? c.question : `${c.question.slice(0, 79).trimEnd()}…`;
   await db.query(
@@ -93,23 +113,31 @@ export async function derniereQuestion(db: Queryable, conversationId: string): P
   return rows[0]?.n ?? 0;
 }
 
-/** An account's conversations, most recently changed first, from the position `apres` (exclusive). */
+/** An owner's conversations, most recently changed first, from the position `apres` (exclusive). */
 export async function listerConversations(
   db: Queryable,
-  compteId: string,
+  proprietaire: Proprietaire,
   filtre: { projetId?: string; epinglees?: boolean },
   limite: number,
   apres: [string, string] | null,
 ): Promise<{ conversations: Conversation[]; suivante: [string, string] | null }> {
+  const [proprietaireLigne, proprietaireId] = ligneDe(proprietaire);
   const { rows } = await db.query<LigneConversation & { change_le: Date }>(
     `SELECT *, coalesce(maj_le, cree_le) AS change_le FROM conversations_hub
-      WHERE compte_id = $1
+      WHERE ${proprietaireLigne}
         AND ($2::uuid IS NULL OR projet_id = $2)
         AND ($3::boolean IS NULL OR epinglee = $3)
         AND ($4::timestamptz IS NULL OR (coalesce(maj_le, cree_le), id) < ($4, $5::uuid))
       ORDER BY coalesce(maj_le, cree_le) DESC, id DESC
       LIMIT $6`,
-    [compteId, filtre.projetId ?? null, filtre.epinglees ?? null, apres?.[0] ?? null, apres?.[1] ?? null, limite + 1],
+    [
+      proprietaireId,
+      filtre.projetId ?? null,
+      filtre.epinglees ?? null,
+      apres?.[0] ?? null,
+      apres?.[1] ?? null,
+      limite + 1,
+    ],
   );
   const page = rows.slice(0, limite);
   const last = page.at(-1);

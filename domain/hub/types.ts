@@ -9,7 +9,8 @@ export const PLAFOND_PAR_DEFAUT = 600;
 /** A question as the API hands it to its conversation. */
 export interface QuestionDemandee {
   organisationId: string;
-  compteId: string;
+  /** The key's personal account; null for an organisation key (no profile, memory nor project then). */
+  compteId: string | null;
   cleId: string;
   /** The request's id (`requete` of the question's debit). */
   requete: string;
@@ -27,8 +28,8 @@ export interface QuestionDemandee {
 /** The state a conversation's workflow carries, and hands on when it continues as new. */
 export interface EtatConversation {
   conversationId: string;
-  /** The personal account that owns the conversation: nobody else's question enters it. */
-  compteId: string;
+  /** The personal account that owns the conversation (null: the organisation's own): nobody else's question enters it. */
+  compteId: string | null;
   /** The number of the last question asked (questions are numbered from 1 in arrival order). */
   dernier: number;
 }

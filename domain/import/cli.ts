@@ -5,7 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { createDb, type Db } from '../../db/client.ts';
 import { connectDataDir } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
-import { loadConfig } from '../../lib/config.ts';
+import { loadConfigOrExit } from '../../lib/config.ts';
 import { ImportError } from './source.ts';
 
 /**
@@ -37,7 +37,7 @@ export function lireArguments<C extends ParseArgsConfig>(config: C, usage: strin
  * started for the time of the work), migrated first; the pool, and a server started here, end with it.
  */
 export async function avecBaseDeDonnees<T>(work: (db: Db) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+  const config = loadConfigOrExit();
   const server = await connectDataDir(config);
   const db = createDb(server.url, 4);
   try {

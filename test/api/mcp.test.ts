@@ -80,9 +80,8 @@ describe('the MCP endpoint', () => {
     const { tools } = await client.listTools();
     const names = tools.map((tool) => tool.name).sort();
     // A usage organisation: every operation but the Data tier's (webhooks); a personal key: the account's too.
-    const expected = OPERATIONS.filter((o) => o.tier === 'usage')
-      .map(operationId)
-      .sort();
+    // One tool per operation of the catalogue, under its name: the several paths of one (`ventes_commune`) in one.
+    const expected = [...new Set(OPERATIONS.filter((o) => o.tier === 'usage').map((o) => o.tool))].sort();
     expect(names).toEqual(expected);
     // The same schemas as the OpenAPI description: input fields as its parameters and body, output as its response.
     const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
@@ -93,12 +92,17 @@ describe('the MCP endpoint', () => {
         .map(([p, m]) => [p, m] as const)[0];
       const op = doc.paths[pathItem][method];
       const success = op.responses['200'] ?? op.responses['202'];
-      expect(tool.outputSchema, tool.name).toEqual(success.content['application/json'].schema);
       const published: Record<string, unknown> = {
         ...Object.fromEntries((op.parameters ?? []).map((p: any) => [p.name, p.schema])),
         ...(op.requestBody?.content['application/json'].schema.properties ?? {}),
       };
-      expect(tool.inputSchema.properties, tool.name).toEqual(published);
+      if (OPERATIONS.filter((o) => o.tool === tool.name).length === 1) {
+        expect(tool.outputSchema, tool.name).toEqual(success.content['application/json'].schema);
+        expect(tool.inputSchema.properties, tool.name).toEqual(published);
+      } else {
+        // A tool of several paths: the fields of each, its main path's among them.
+        expect(tool.inputSchema.properties, tool.name).toMatchObject(published);
+      }
       expect(tool.description, tool.name).toContain(op.summary);
       expect(tool.title).toBe(op.summary);
     }
@@ -110,6 +114,27 @@ describe('the MCP endpoint', () => {
       idempotentHint: true,
     });
     expect(byName.get('generer_document')!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false });
+  });
+
+  it('calls a tool of several paths by the way its input names, and refuses two ways at once field by field', async () => {
+    const org = await t.organisation({ acces: 'usage' });
+    const client = await connect(org.cle);
+    const parCode = await client.callTool({ name: 'ventes_commune', arguments: { code_postal: '33360' } });
+    const direct = await t.call('GET', '/codes-postaux/33360/ventes', org.cle);
+    expect(direct.statusCode, direct.body).toBe(200);
+    expect(parCode.isError ?? false, JSON.stringify(parCode.content)).toBe(false);
+    const { credits: _c, ...servi } = parCode.structuredContent as Record<string, unknown>;
+    const { credits: _d, ...attendu } = direct.json();
+    expect(servi).toEqual(attendu);
+    const deux = problemOf(
+      await client.callTool({ name: 'ventes_commune', arguments: { insee: '33234', code_postal: '33360' } }),
+    );
+    expect(deux.code).toBe('parametres_invalides');
+    expect((deux as any).erreurs.map((e: any) => e.champ).sort()).toEqual(['code_postal', 'insee']);
+    // A path's variant is no tool name.
+    await expect(
+      client.callTool({ name: 'ventes_commune_code_postal', arguments: { code_postal: '33360' } }),
+    ).rejects.toThrow(/ventes_commune_code_postal/);
   });
 
   it('calls a tool through the pipeline: the HTTP answer, billed by the same ledger at the same price', async () => {
@@ -172,7 +197,7 @@ describe('the MCP endpoint', () => {
     const sandbox = await connect(test.cle);
     const listed = (await sandbox.listTools()).tools.map((tool) => tool.name);
     expect(listed).toEqual(
-      OPERATIONS.filter((o) => o.sandbox && o.tier === 'usage' && !o.personalKey).map(operationId),
+      OPERATIONS.filter((o) => !o.variant && o.sandbox && o.tier === 'usage' && !o.personalKey).map(operationId),
     );
     const served = await sandbox.callTool({ name: 'taxe_amenagement', arguments: TAXE });
     expect(served.structuredContent).toMatchObject({ credits: { debites: 0, restants: null } });

@@ -112,6 +112,30 @@ describe('npm start from a folder only its owner may enter', () => {
 });
 
 describe('a start that cannot work', () => {
+  it('ends on a wrong configuration with one sentence per wrong variable, code 1, no stack trace', async () => {
+    const started = start(process.cwd(), {
+      ...baseEnv(),
+      ADMIN_TOKEN: 'court',
+      PORT: 'quatre',
+      STORAGE_S3_ENDPOINT: 'https://s3.example.fr',
+    });
+    expect(await started.exit).toBe(1);
+    const lines = started.output().trim().split('\n');
+    expect(lines[0]).toMatch(/^Configuration invalide/);
+    expect(lines.filter((l) => /^Variable PORT : .*corrigez-la/.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => /^Variable ADMIN_TOKEN : .*16 caractères/.test(l))).toHaveLength(1);
+    expect(started.output()).not.toMatch(/^\s+at /m);
+  }, 60_000);
+
+  it('ends on an S3 endpoint without its bucket and keys, naming each', async () => {
+    const started = start(process.cwd(), { ...baseEnv(), STORAGE_S3_ENDPOINT: 'https://s3.example.fr' });
+    expect(await started.exit).toBe(1);
+    for (const name of ['STORAGE_S3_BUCKET', 'STORAGE_S3_ACCESS_KEY_ID', 'STORAGE_S3_SECRET_ACCESS_KEY']) {
+      expect(started.output()).toMatch(new RegExp(`^Variable ${name} : requise quand STORAGE_S3_ENDPOINT`, 'm'));
+    }
+    expect(started.output()).not.toMatch(/^\s+at /m);
+  }, 60_000);
+
   it('ends with one sentence that says what to do, and a non-zero code', async () => {
     const parent = await mkdtemp(path.join(tmpdir(), 'svc-start-fail-'));
     try {

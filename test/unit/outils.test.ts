@@ -1,7 +1,8 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { defineOperation, effectOf, operationId, type Operation } from '../../domain/catalogue.ts';
+import { defineOperation, effectOf, operationId, wayOf, type Operation } from '../../domain/catalogue.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { jsonSchema, servedSchema } from '../../domain/json-schema.ts';
 import { OPERATIONS } from '../../domain/operations.ts';
 import { createOutils, estLecture, estOutil, outilDe } from '../../domain/outils.ts';
@@ -19,18 +20,47 @@ const ALL: Rights = {
 };
 
 describe('tools from the catalogue', () => {
-  it('makes one tool per operation, named by its operationId, with its schemas as JSON Schema objects', () => {
-    expect(names(outils.tous)).toEqual(OPERATIONS.map(operationId).sort());
-    for (const operation of OPERATIONS) {
-      const outil = outils.tous.find((o) => o.name === operationId(operation))!;
+  it('makes one tool per operation, named as the catalogue names it, with its schemas as JSON Schema objects', () => {
+    expect(names(outils.tous)).toEqual([...new Set(OPERATIONS.map((o) => o.tool))].sort());
+    for (const operation of OPERATIONS.filter((o) => !o.variant)) {
+      const outil = outils.tous.find((o) => o.name === operation.tool)!;
       expect(outils.operation(outil.name)).toBe(operation);
-      expect(outil.inputSchema).toEqual(jsonSchema(operation.input, 'input'));
-      expect(outil.outputSchema).toEqual(jsonSchema(servedSchema(operation), 'output'));
       expect(outil.inputSchema.type).toBe('object');
       expect(outil.outputSchema.type).toBe('object');
       expect(outil.title).toBe(operation.summary);
+      const ways = OPERATIONS.filter((o) => o.tool === operation.tool);
+      if (ways.length > 1) continue;
+      expect(outil.inputSchema).toEqual(jsonSchema(operation.input, 'input'));
+      expect(outil.outputSchema).toEqual(jsonSchema(servedSchema(operation), 'output'));
     }
     expect(outils.operation('pas_un_outil')).toBeUndefined();
+    // A path's variant is no tool of its own.
+    expect(outils.operation('ventes_commune_code_postal')).toBeUndefined();
+  });
+
+  it('takes the ways of a tool of several paths as one input, each way’s fields and its own path parameter', () => {
+    const ventes = outils.tous.find((o) => o.name === 'ventes_commune')!;
+    expect(Object.keys(ventes.inputSchema.properties as object)).toEqual(
+      expect.arrayContaining(['insee', 'code_postal']),
+    );
+    expect(ventes.inputSchema.required ?? []).not.toContain('insee');
+    expect(ventes.inputSchema.description).toMatch(/codes-postaux\/\{code_postal\}/);
+    const ways = OPERATIONS.filter((o) => o.tool === 'ventes_commune');
+    expect(wayOf(ways, { code_postal: '33360' }).variant).toBe('code_postal');
+    expect(wayOf(ways, { insee: '33234', annee: 2023 }).variant).toBeUndefined();
+    const both = () => wayOf(ways, { insee: '33234', code_postal: '33360' });
+    expect(both).toThrow(ApiError);
+    expect(() => wayOf(ways, {})).toThrow(/une des formes/i);
+    try {
+      both();
+    } catch (error) {
+      expect((error as ApiError).code).toBe('parametres_invalides');
+      expect((error as ApiError).erreurs?.map((e) => e.champ).sort()).toEqual(['code_postal', 'insee']);
+    }
+    // A way without path parameters and one with: the input that names the model takes the second.
+    const modeles = OPERATIONS.filter((o) => o.tool === 'modeles');
+    expect(wayOf(modeles, {}).variant).toBeUndefined();
+    expect(wayOf(modeles, { modele: 'estimation' }).variant).toBe('modele');
   });
 
   it('has schemas the official SDK client compiles (it validates every structured result against its tool’s)', () => {
@@ -80,13 +110,7 @@ describe('tools from the catalogue', () => {
       expect(reads, name).not.toContain(name);
     }
     // Computations and long reads sent with a body are.
-    for (const name of [
-      'taxe_amenagement',
-      'lire_plu',
-      'lire_document',
-      'resoudre_adresse',
-      'ventes_adresse_parcelle',
-    ]) {
+    for (const name of ['taxe_amenagement', 'lire_plu', 'lire_document', 'resoudre_adresse', 'ventes_adresse']) {
       expect(reads, name).toContain(name);
     }
     for (const outil of outils.tous) {
@@ -137,7 +161,11 @@ describe('tools from the catalogue', () => {
 
 describe('the tools a key may call', () => {
   it('are the operations the pipeline admits for its rights: scope, personal key, tier, sandbox', () => {
-    expect(names(outils.permis(ALL))).toEqual(OPERATIONS.map(operationId).sort());
+    expect(names(outils.permis(ALL))).toEqual(
+      OPERATIONS.filter((o) => !o.variant)
+        .map(operationId)
+        .sort(),
+    );
     const cases: Array<[Partial<Rights>, (o: Operation) => boolean]> = [
       [{ portees: ['adresse'] }, (o) => o.scope === 'adresse'],
       [{ personnelle: false }, (o) => !o.personalKey],
@@ -148,23 +176,28 @@ describe('the tools a key may call', () => {
     for (const [change, expected] of cases) {
       const rights = { ...ALL, ...change };
       const listed = names(outils.permis(rights));
-      expect(listed, JSON.stringify(change)).toEqual(OPERATIONS.filter(expected).map(operationId).sort());
+      // One tool per operation: its main path stands for its variants, which are admitted alike.
+      expect(listed, JSON.stringify(change)).toEqual(
+        OPERATIONS.filter((o) => !o.variant && expected(o))
+          .map(operationId)
+          .sort(),
+      );
       // The very rule of the pipeline's admission: what is listed is admitted, what is not is refused.
       for (const operation of OPERATIONS) {
-        expect(accessRefusal(rights, operation) === null, operationId(operation)).toBe(
-          listed.includes(operationId(operation)),
-        );
+        expect(accessRefusal(rights, operation) === null, operationId(operation)).toBe(listed.includes(operation.tool));
       }
     }
   });
 
   it('offers the Hub the read operations among them only', () => {
     const lectures = names(outils.lectures(ALL));
-    expect(lectures).toEqual(OPERATIONS.filter(estLecture).map(operationId).sort());
+    const principales = OPERATIONS.filter((o) => !o.variant);
+    expect(lectures).toEqual(principales.filter(estLecture).map(operationId).sort());
     expect(lectures).not.toContain('webhooks_creer');
     const adresse = names(outils.lectures({ ...ALL, portees: ['adresse'] }));
     expect(adresse).toEqual(
-      OPERATIONS.filter((o) => o.scope === 'adresse' && estLecture(o))
+      principales
+        .filter((o) => o.scope === 'adresse' && estLecture(o))
         .map(operationId)
         .sort(),
     );
