@@ -154,6 +154,11 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   sandbox: boolean;
   /** Seconds a response may be served from memory; 0: never cached. */
   cacheS: number;
+  /**
+   * A field of the output that only dates the computation (`calcule_le`): two results that differ in it alone are
+   * the same answer, with one fingerprint (ETag), debited once within 24 h however often it is computed again.
+   */
+  computedAt?: string;
   timeoutS: number;
   /** The operation needs a key attached to a personal account. */
   personalKey?: boolean;

@@ -192,7 +192,10 @@ const outputOf = (result: Result): unknown => result.output ?? JSON.parse(payloa
 /** The result of `output`, its memory lent by `pool` when given (a result kept by the response memory is not). */
 function toResult(operation: Operation, output: unknown, pool?: BufferPool): Result {
   const hash = createHash('sha256').update(`${operation.tool}\0`);
-  const payload = jsonBytes(output, { room: CREDITS_ROOM, take: pool?.take, hash });
+  const dated = operation.computedAt;
+  const payload = jsonBytes(output, { room: CREDITS_ROOM, take: pool?.take, hash: dated ? undefined : hash });
+  // What the answer is, without when it was computed: the same answer computed again is the same answer.
+  if (dated) jsonBytes({ ...(output as object), [dated]: undefined }, { hash });
   const digest = hash.digest('base64url');
   return {
     output,
@@ -399,6 +402,10 @@ export function createPipeline(deps: {
       : billsItself(operation)
         ? (outputOf(result) as { credits: Credits }).credits
         : await bill(admission, result, now.getTime(), options);
+    // A Hub question settled its credits in the worker: what its answer says is left is what the next answer says.
+    if (operation.ownCredits && !unchanged && credits.restants !== null) {
+      auth.noteDebit(caller.organisationId, caller.cleId, credits.debites, credits.restants);
+    }
     const body = billsItself(operation) ? payloadOf(result) : withCredits(result, credits);
     let output = result.output;
     return {

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Db } from '../../db/client.ts';
 import { TIERS, type Caller, type Operation, type Scope, type Tier } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
@@ -12,6 +13,12 @@ import type { RateLimiter, RateState } from './rate-limit.ts';
 // announced by the database (LISTEN svc_acces), which clears the memory of every instance at once; this bound holds
 // when an announcement is lost. Entries are read again in the background past half of it.
 export const MEMORY_MS = 2000;
+/**
+ * Balances are kept at most this long: a debit made by another instance or by the worker (a Hub question's tools) is
+ * in every instance's `restants` within a second. This instance's own debits are in its very next answer (`debited`
+ * below).
+ */
+export const BALANCE_MEMORY_MS = 900;
 
 /**
  * Who calls: the key in clear (an HTTP or MCP Bearer token; undefined when none was sent), or the id of a key
@@ -96,10 +103,19 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
   const now = deps.now ?? Date.now;
   const memory = { ttlMs: MEMORY_MS, refreshMs: MEMORY_MS / 2, max: 50_000 };
   const keys = createMemory<KeyRecord | null>(memory);
-  const balances = createMemory<Balance>(memory);
+  const balances = createMemory<Balance & { readAt: number }>({
+    ttlMs: BALANCE_MEMORY_MS,
+    refreshMs: BALANCE_MEMORY_MS / 2,
+    max: memory.max,
+  });
+  // The organisations' credits left after this process's last debit of each, with when the ledger said so: newer
+  // than a balance whose read began before it, it is what the next answer says (read-your-writes), whichever key of
+  // the organisation calls and whatever read was in flight meanwhile.
+  const debited = new Map<string, { restants: number; at: number }>();
   const forget = () => {
     keys.clear();
     balances.clear();
+    debited.clear();
   };
   const announcements = listenToAccessChanges(deps.db, forget);
 
@@ -114,8 +130,13 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
     return keys.get(cle, () => deps.accounts.findKey(cle));
   }
 
-  function balance(organisationId: string, cleId: string): Balance | Promise<Balance> {
-    return balances.get(`${organisationId}:${cleId}`, () => balanceOf(deps.db, organisationId, cleId));
+  async function balance(organisationId: string, cleId: string): Promise<Balance> {
+    const b = await balances.get(`${organisationId}:${cleId}`, async () => {
+      const readAt = performance.now();
+      return { ...(await balanceOf(deps.db, organisationId, cleId)), readAt };
+    });
+    const last = debited.get(organisationId);
+    return last && last.at > b.readAt ? { ...b, restants: last.restants } : b;
   }
 
   /** The first checks of the error table: the key is known and valid, its organisation active. */
@@ -181,9 +202,14 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
       return rightsOf(await identify(credential));
     },
 
-    /** After a debit: the balance in memory follows the ledger's answer. */
-    noteDebit(organisationId: string, cleId: string, debited: number, restants: number) {
-      balances.update(`${organisationId}:${cleId}`, (b) => ({ ...b, restants, cleUtilise: b.cleUtilise + debited }));
+    /**
+     * After a debit (or an answer that settled its own credits, a Hub question's): the balances this process serves
+     * follow the ledger's answer.
+     */
+    noteDebit(organisationId: string, cleId: string, credits: number, restants: number) {
+      if (debited.size >= memory.max) debited.clear();
+      debited.set(organisationId, { restants, at: performance.now() });
+      balances.update(`${organisationId}:${cleId}`, (b) => ({ ...b, cleUtilise: b.cleUtilise + credits }));
     },
 
     /** Admin changes made through this process: forget keys and balances at once. */

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { buildApp } from '../../api/app.ts';
 import { createDb, type Db } from '../../db/client.ts';
 import { defineOperation, type Operation } from '../../domain/catalogue.ts';
-import { MEMORY_MS } from '../../domain/platform/authenticate.ts';
+import { BALANCE_MEMORY_MS, MEMORY_MS } from '../../domain/platform/authenticate.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { ADMIN_TOKEN, createTestApp, type TestApp } from '../support/app.ts';
 
@@ -231,5 +231,38 @@ describe('keys and organisations changed on one instance', () => {
     } finally {
       await a.db.query('ALTER TABLE cles ENABLE TRIGGER cles_acces');
     }
+  });
+});
+
+describe('the credits left, as every answer says them', () => {
+  /** The `restants` of a free call to instance `i % 2`. */
+  const restants = async (i: number, cle: string) =>
+    (await call(i, cle, '/essai/gratuit', 'x')).json().credits.restants;
+
+  it('include the last debit in the very next answer of the same instance, for every key of the organisation', async () => {
+    const org = await a.organisation({ acces: 'usage' });
+    const autre = (await a.admin('POST', `/organisations/${org.id}/cles`, { mode: 'live' })).body.cle as string;
+    // Both keys' balances in memory first: a debit must not leave either behind, nor a read in flight meanwhile.
+    await restants(0, org.cle);
+    await restants(0, autre);
+    for (let n = 0; n < 30; n += 1) {
+      const debited = await call(0, org.cle, '/essai/compter', `texte ${n}`);
+      expect(debited.json().credits.debites).toBe(1);
+      const left = debited.json().credits.restants;
+      expect(await restants(0, n % 2 === 0 ? org.cle : autre), `round ${n}`).toBe(left);
+      // A pause now and then lets the memory's background reads start before the next debit ends.
+      if (n % 5 === 4) await new Promise((resolve) => setTimeout(resolve, BALANCE_MEMORY_MS / 2 + 10));
+    }
+  });
+
+  it('include another instance’s debit within its bound of under a second', async () => {
+    const org = await a.organisation({ acces: 'usage' });
+    const before = await restants(1, org.cle);
+    const debited = await call(0, org.cle, '/essai/compter', 'ailleurs');
+    const left = debited.json().credits.restants;
+    expect(left).toBe(before - 1);
+    const start = performance.now();
+    while ((await restants(1, org.cle)) !== left) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(performance.now() - start).toBeLessThan(1000);
   });
 });

@@ -144,6 +144,23 @@ describe('question_hub on Temporal', () => {
     expect(body.credits.debites).toBe(120);
   });
 
+  it('debits a tool’s answer once: the same call in a later question, or over HTTP, costs nothing more', async () => {
+    const TAXE = { insee: '33234', surface_taxable_creee_m2: 120, residence_principale: true };
+    model.setHandler((body) =>
+      resultats(body).length === 0
+        ? { toolCalls: [{ name: 'taxe_amenagement', arguments: TAXE }] }
+        : { content: 'Voici la taxe.' },
+    );
+    const org = await cleHub(1000);
+    const premiere = (await poser(org.cle, { question: 'La taxe ?' })).json();
+    expect(premiere.appels.map((a: any) => [a.outil, a.credits, a.erreur])).toEqual([['taxe_amenagement', 1, null]]);
+    const seconde = (await poser(org.cle, { question: 'La taxe, encore ?' })).json();
+    expect(seconde.appels.map((a: any) => [a.outil, a.credits, a.erreur])).toEqual([['taxe_amenagement', 0, null]]);
+    expect(seconde.credits.debites).toBe(120);
+    const direct = await t.call('POST', '/fiscal/taxe-amenagement', org.cle, TAXE);
+    expect(direct.json().credits).toEqual({ debites: 0, restants: seconde.credits.restants });
+  });
+
   it('refuses a tool with the code a direct call of the key gets', async () => {
     // `webhooks` is of the `data` tier: an organisation of the `usage` tier is refused it, directly as through the Hub.
     model.setHandler((body) =>
