@@ -4,6 +4,13 @@ import type { Activities } from '../activities/index.ts';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
+/**
+ * A file of the workflows already bundled, that every worker of this process tree reuses instead of bundling them
+ * again (2 to 3 s each here). The test suite sets it once per run (test/support/global-setup.ts), for the dozens of
+ * workers its files start and kill; unset, each worker bundles the workflows of this checkout.
+ */
+export const WORKFLOW_BUNDLE_ENV = 'SVC_WORKFLOW_BUNDLE';
+
 export interface RunningWorker {
   /** Resolves when the worker has stopped. */
   done: Promise<void>;
@@ -34,7 +41,9 @@ export async function startWorker(options: {
   const worker = await Worker.create({
     connection,
     taskQueue: options.taskQueue,
-    workflowsPath: WORKFLOWS_PATH,
+    ...(process.env[WORKFLOW_BUNDLE_ENV]
+      ? { workflowBundle: { codePath: process.env[WORKFLOW_BUNDLE_ENV] } }
+      : { workflowsPath: WORKFLOWS_PATH }),
     activities: options.activities,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 20,
     // Activities get this long to finish once a shutdown starts before they are cancelled.
