@@ -5,6 +5,7 @@ import type { Cursors } from '../lib/cursor.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import { ApiError, type ErrorCode, type FieldError } from './errors.ts';
 import type { RenderPool } from './documents/pool.ts';
+import type { Territoire } from './platform/sandbox.ts';
 import type { FileDelivery } from './documents/telechargement.ts';
 import { lireEntree } from './entrees.ts';
 
@@ -152,6 +153,13 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
   tier: Tier;
   /** true: a pk_test_ key is served from the frozen dataset; false: 403 hors_bac_a_sable. */
   sandbox: boolean;
+  /**
+   * The territories an input names (communes, postal codes, départements, régions, IRIS), for an operation with a
+   * sandbox: a pk_test_ key that names one outside the frozen set is refused 403 hors_bac_a_sable by the pipeline,
+   * before the handler runs. An operation whose input names a territory otherwise (an address, a point) bounds it
+   * in its handler.
+   */
+  territoires?: (input: z.output<S>) => Territoire[];
   /** Seconds a response may be served from memory; 0: never cached. */
   cacheS: number;
   /**

@@ -21,6 +21,7 @@ import { createBufferPool, type BufferPool } from '../lib/buffer-pool.ts';
 import { jsonBytes } from '../lib/json-bytes.ts';
 import { createRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { liveIsDemonstration } from './qualite.ts';
+import { outsideSandbox, SANDBOX_COMMUNES } from './platform/sandbox.ts';
 
 export type { Admission, Credential } from './platform/authenticate.ts';
 
@@ -375,6 +376,17 @@ export function createPipeline(deps: {
       });
     }
     const input = exigerEntree(operation.input, raw, fieldPlace(operation));
+    if (caller.sandbox && operation.territoires) {
+      for (const territoire of operation.territoires(input)) {
+        const outside = outsideSandbox(territoire);
+        if (outside) {
+          throw new ApiError(
+            'hors_bac_a_sable',
+            `${outside} est hors du bac à sable : les clés de test couvrent les communes ${SANDBOX_COMMUNES.join(', ')} (voir /docs/erreurs).`,
+          );
+        }
+      }
+    }
     const idempotencyKey = idempotencyKeyOf(options.idempotencyKey);
     // Live answers kept while the live data was the demonstration are never served once it is gone; personal data
     // never enters the shared memory.

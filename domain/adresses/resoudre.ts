@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { Db, Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
-import { communeByCode } from '../communes.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError } from '../errors.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
@@ -565,13 +564,6 @@ export async function inverser(
 // Sandbox
 // ---------------------------------------------------------------------------------------------------------------------
 
-let codesPostauxBacASable: Set<string> | undefined;
-
-function codesPostauxDuBacASable(): Set<string> {
-  codesPostauxBacASable ??= new Set(SANDBOX_COMMUNES.flatMap((insee) => communeByCode(insee)?.codesPostaux ?? []));
-  return codesPostauxBacASable;
-}
-
 const horsBacASable = (detail: string) =>
   new ApiError('hors_bac_a_sable', `${detail} Les clés de test couvrent les communes ${SANDBOX_COMMUNES.join(', ')}.`);
 
@@ -637,12 +629,10 @@ export const resoudreAdresse = defineOperation({
   summary: 'Trouver une adresse à partir d’un texte (géocodage)',
   description: DESCRIPTION_RECHERCHE,
   input: RechercheInputSchema,
+  territoires: (entree) => (entree.code_postal ? [{ code_postal: entree.code_postal }] : []),
   async handler(entree, ctx) {
     const sandbox = ctx.caller.sandbox;
     const codePostal = entree.code_postal ?? null;
-    if (sandbox && codePostal && !codesPostauxDuBacASable().has(codePostal)) {
-      throw horsBacASable(`Le code postal ${codePostal} est hors du bac à sable.`);
-    }
     const candidats = await rechercher(
       ctx.services.db,
       sandbox ? 'sandbox' : 'live',

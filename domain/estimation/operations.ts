@@ -6,7 +6,7 @@ import { communeByCode, isOutreMer } from '../communes.ts';
 import { absenceDvf, departementOf } from '../dvf/mutation.ts';
 import { ApiError, type ErrorCode, type FieldError } from '../errors.ts';
 import { loyerCommune, type LoyerCommune, type TypeLogement } from '../loyers/loyers.ts';
-import type { Dataset } from '../platform/sandbox.ts';
+import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 import { QualiteSchema, servedFromDataset, servedSource } from '../qualite.ts';
 import { runSyncTask, SyncTaskFailed } from '../taches/taches.ts';
 import {
@@ -298,6 +298,13 @@ async function localiser(db: Db, dataset: Dataset, e: Entree): Promise<Localisat
       };
     }
     if (e.insee === undefined && !(c && c.type === 'commune')) {
+      // A test key's address that the frozen set does not hold is outside it, not absent from the BAN.
+      if (dataset === 'sandbox') {
+        throw new ApiError(
+          'hors_bac_a_sable',
+          `Aucune adresse du bac à sable ne répond à « ${e.adresse} » : les clés de test couvrent les communes ${SANDBOX_COMMUNES.join(', ')}.`,
+        );
+      }
       throw new ApiError(
         'adresse_introuvable',
         `L’adresse « ${e.adresse} » n’est pas trouvée dans la Base Adresse Nationale ; donnez insee pour une estimation à l’échelle de la commune. Rien n’est débité.`,
@@ -565,7 +572,7 @@ export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): P
 
 const DESCRIPTION = `Estimation déterministe d'un logement (appartement ou maison) : valeur, fourchette calibrée, comparables DVF, loyer, rendement, échéance et coût de sortie DPE. Jumeau déterministe de \`estimer_bien_affine\` : même corps sans \`photos\` (les champs texte sont acceptés, seul le barème s'applique), même réponse avec \`affinage.applique\` false et \`vision\` null. Un calcul envoyé par POST : il ne modifie rien.
 
-**Lieu.** \`adresse\` (écrite comme on l'écrit, avec \`code_postal\` pour lever une ambiguïté) est cherchée dans la Base Adresse Nationale ; à défaut \`insee\` donne la commune (\`bien.origine\` commune). Adresse introuvable sans \`insee\` : 404 \`adresse_introuvable\`. Alsace-Moselle et Mayotte (hors DVF) : 404 \`ressource_absente\` dont le détail dit pourquoi ; rien n'est débité.
+**Lieu.** \`adresse\` (écrite comme on l'écrit, avec \`code_postal\` pour lever une ambiguïté) est cherchée dans la Base Adresse Nationale ; à défaut \`insee\` donne la commune (\`bien.origine\` commune). Adresse introuvable sans \`insee\` : 404 \`adresse_introuvable\` (clé de test : 403 \`hors_bac_a_sable\`, comme une commune ou un code postal hors du bac à sable). Alsace-Moselle et Mayotte (hors DVF) : 404 \`ressource_absente\` dont le détail dit pourquoi ; rien n'est débité.
 
 **Socle.** Ventes DVF simples (un seul logement, vente ou VEFA, sans motif d'écart : ni vente en bloc, ni échange, ni local professionnel, ni prix ou surface atypique) du même type, de surface à ±${BANDE_SURFACE * 100} %, des ${4} derniers millésimes, dans un rayon élargi par paliers (${RAYONS_M.join(', ')} m ; 3 km au plus) jusqu'à ${COMPARABLES_VISES} ventes (au moins ${COMPARABLES_MIN} au rayon maximal) : \`socle\` comparables_dvf, \`nature\` mesure. Les plus récents millésimes d'abord, puis les plus proches ; 30 au plus. Chaque prix est ramené au dernier millésime par l'indice départemental (rapport des médianes annuelles du prix au m² des ventes simples du département et du type, table dérivée reconstruite par \`npm run modeles\`). Faute de comparables : prix médian, toutes surfaces, des ventes simples du type dans l'IRIS de l'adresse (\`socle\` iris, ${COMMUNE_MIN} ventes au moins), sinon dans la commune (\`socle\` commune) ; \`nature\` estime. Distances arrondies à 50 m.
 
@@ -586,6 +593,10 @@ export const estimerBien = defineOperation({
   scope: 'estimation',
   tier: 'usage',
   sandbox: true,
+  territoires: (e: { insee?: string; code_postal?: string }) => [
+    ...(e.insee ? [{ commune: e.insee }] : []),
+    ...(e.code_postal ? [{ code_postal: e.code_postal }] : []),
+  ],
   cacheS: 86_400,
   computedAt: 'calcule_le',
   timeoutS: 15,

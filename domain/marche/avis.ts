@@ -77,6 +77,7 @@ export const avisZone = defineOperation({
   scope: 'territoire',
   tier: 'usage',
   sandbox: true,
+  territoires: (e: { insee: string }) => [{ commune: e.insee }],
   cacheS: 600,
   timeoutS: 3,
   errors: ['commune_introuvable'],

@@ -313,6 +313,7 @@ export const prixIris = defineOperation({
   ...COMMUN,
   errors: ['ressource_absente'],
   path: '/iris/{code_iris}',
+  territoires: (e: { code_iris: string }) => [{ iris: e.code_iris }],
   summary: 'Prix au m² d’un quartier IRIS, avec le prix de sa commune',
   input: z.object({
     code_iris: z
@@ -335,6 +336,7 @@ export const prixIrisCommune = defineOperation({
   errors: ['ressource_absente'],
   variant: 'commune',
   path: '/communes/{insee}/iris',
+  territoires: (e: { insee: string }) => [{ commune: e.insee }],
   summary: 'Prix au m² des quartiers IRIS d’une commune',
   input: z.object({ insee: Insee, geometrie: Geometrie }),
   handler: servedFromDataset(async (e, ctx, dataset) => {

@@ -120,6 +120,7 @@ export const prixCommune = defineOperation({
   scope: 'territoire',
   tier: 'usage',
   sandbox: true,
+  territoires: (e: { insee: string }) => [{ commune: e.insee }],
   cacheS: 86_400,
   timeoutS: 4,
   errors: ['commune_introuvable'],

@@ -183,6 +183,11 @@ export const palmaresCommunes = defineOperation({
   scope: 'territoire',
   tier: 'usage',
   sandbox: true,
+  // A region named by a name or a short name is bounded by its code; a name no region answers is the handler's 400.
+  territoires: (e: { departement?: string; region?: string }) => [
+    ...(e.departement ? [{ departement: e.departement }] : []),
+    ...(e.region && regionNommee(e.region) ? [{ region: regionNommee(e.region)!.code }] : []),
+  ],
   cacheS: 6 * 3600,
   timeoutS: 6,
   errors: [],

@@ -1,3 +1,5 @@
+import { communeByCode } from '../communes.ts';
+
 /**
  * The frozen sandbox territory served to pk_test_ keys: real communes (INSEE codes). An entry outside it answers
  * 403 hors_bac_a_sable. Strasbourg is the Alsace-Moselle case (no DVF).
@@ -9,4 +11,44 @@ export const SANDBOX_COMMUNES = ['33234', '33001', '75111', '59350', '67482'] as
 
 export function inSandboxCommunes(insee: string): boolean {
   return (SANDBOX_COMMUNES as readonly string[]).includes(insee);
+}
+
+/** A territory an operation's input names: what a pk_test_ key may ask only inside the frozen set. */
+export type Territoire =
+  { commune: string } | { code_postal: string } | { departement: string } | { region: string } | { iris: string };
+
+let bounds: { departements: Set<string>; regions: Set<string>; codesPostaux: Set<string> } | undefined;
+
+/** The départements, régions and postal codes of the sandbox's communes, read once from the administrative split. */
+function sandboxBounds() {
+  if (!bounds) {
+    const communes = SANDBOX_COMMUNES.map((insee) => communeByCode(insee)).filter((c) => c !== null);
+    bounds = {
+      departements: new Set(communes.map((c) => c.departement)),
+      regions: new Set(communes.map((c) => c.region)),
+      codesPostaux: new Set(communes.flatMap((c) => c.codesPostaux)),
+    };
+  }
+  return bounds;
+}
+
+/** Why a territory is outside the sandbox, as the refusal says it, or null when it is inside. */
+export function outsideSandbox(territoire: Territoire): string | null {
+  const b = sandboxBounds();
+  // A code that is no commune is not outside the sandbox but unknown: the operation says so as for any key.
+  if ('commune' in territoire) {
+    const code = territoire.commune.toUpperCase();
+    return inSandboxCommunes(code) || !communeByCode(code) ? null : `La commune ${territoire.commune}`;
+  }
+  if ('iris' in territoire) {
+    const code = territoire.iris.slice(0, 5).toUpperCase();
+    return inSandboxCommunes(code) || !communeByCode(code) ? null : `L’IRIS ${territoire.iris}`;
+  }
+  if ('code_postal' in territoire) {
+    return b.codesPostaux.has(territoire.code_postal) ? null : `Le code postal ${territoire.code_postal}`;
+  }
+  if ('departement' in territoire) {
+    return b.departements.has(territoire.departement.toUpperCase()) ? null : `Le département ${territoire.departement}`;
+  }
+  return b.regions.has(territoire.region) ? null : `La région ${territoire.region}`;
 }

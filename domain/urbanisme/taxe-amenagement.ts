@@ -3,7 +3,6 @@ import { QualiteSchema } from '../qualite.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode, isCollectiviteOutreMer, isIleDeFrance, type Commune } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
-import { inSandboxCommunes, SANDBOX_COMMUNES } from '../platform/sandbox.ts';
 import { constant, constantText } from '../../lib/json-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -1021,6 +1020,7 @@ export const taxeAmenagement = defineOperation({
   scope: 'urbanisme',
   tier: 'usage',
   sandbox: true,
+  territoires: (e: { insee: string }) => [{ commune: e.insee }],
   cacheS: 86_400,
   timeoutS: 2,
   input: TaxeAmenagementInputSchema,
@@ -1029,12 +1029,6 @@ export const taxeAmenagement = defineOperation({
   dataDate: (sortie) => sortie.qualite.donnees_du,
   async handler(entree, ctx) {
     const insee = entree.insee.toUpperCase();
-    if (ctx.caller.sandbox && !inSandboxCommunes(insee)) {
-      throw new ApiError(
-        'hors_bac_a_sable',
-        `La commune ${insee} est hors du bac à sable ; les clés de test couvrent ${SANDBOX_COMMUNES.join(', ')}.`,
-      );
-    }
     const commune = communeByCode(insee);
     if (!commune) {
       throw new ApiError(

@@ -70,6 +70,7 @@ export function operationsEssai(nom: string, racine: string) {
     path: `/${racine}/lent`,
     timeoutS: 0.2,
     input: z.object({}),
+    territoires: undefined,
     handler: (_input, ctx) =>
       new Promise<{ longueur: number }>((resolve) => {
         const t = setTimeout(() => resolve({ longueur: 0 }), 5000);
@@ -81,6 +82,7 @@ export function operationsEssai(nom: string, racine: string) {
     tool: `panne_${nom}`,
     path: `/${racine}/panne`,
     input: z.object({}),
+    territoires: undefined,
     handler: async () => {
       throw new Error('connexion à postgres://admin:motdepasse@10.0.0.3 refusée');
     },
