@@ -12,9 +12,11 @@ import { registerDocs } from './docs.ts';
 import { DOWNLOAD_PATHS, registerDownloads } from './downloads.ts';
 import { createServices } from '../domain/services.ts';
 import { MCP_PATHS, registerMcp } from './mcp.ts';
+import { createReadiness, type Readiness } from './readiness.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
-import { clientErrorHandler, handleError, registerProblemHandlers } from './problems.ts';
+import { clientErrorHandler, handleError, registerProblemHandlers, sendProblem } from './problems.ts';
+import { ApiError } from '../domain/errors.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -28,6 +30,8 @@ export interface AppDeps {
   operations?: Operation[];
   /** Overrides for tests (a fixed clock, a fake outbound client). */
   services?: Partial<Services>;
+  /** What `/health` waits for; ready at once when absent. */
+  readiness?: Readiness;
 }
 
 /**
@@ -99,7 +103,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('pipeline', pipeline);
   app.addHook('onClose', () => pipeline.close());
 
-  app.get('/health', async (_request, reply) => {
+  const readiness = deps.readiness ?? createReadiness();
+  app.get('/health', async (request, reply) => {
+    const attente = readiness.attente;
+    if (attente) {
+      reply.header('retry-after', '2');
+      return sendProblem(request, reply, new ApiError('service_indisponible', `Chargement en cours : ${attente}.`));
+    }
     await db.query('SELECT 1');
     return reply.send({ statut: 'ok' });
   });

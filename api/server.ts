@@ -3,6 +3,7 @@ import { createDb, type Db } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Config } from '../lib/config.ts';
 import { buildApp } from './app.ts';
+import { createReadiness, type Readiness } from './readiness.ts';
 import { connectTemporal, createTemporalEngine, createTemporalHub, retryDelaysS } from '../lib/temporal.ts';
 import { startTaskResumer } from '../domain/taches/reprise.ts';
 
@@ -10,11 +11,18 @@ export interface RunningServer {
   app: FastifyInstance;
   db: Db;
   url: string;
+  /** What `/health` waits for before it answers 200 (the data `npm start` loads). */
+  readiness: Readiness;
   close(): Promise<void>;
 }
 
 /** Connects, migrates, builds and listens. Used by api/main.ts and by the embedded default (scripts/start.ts). */
-export async function startServer(config: Config, databaseUrl: string): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  databaseUrl: string,
+  options: { chargement?: string } = {},
+): Promise<RunningServer> {
+  const readiness = createReadiness(options.chargement ?? null);
   const db = createDb(databaseUrl);
   await migrate(db);
   // Without Temporal the quick reads are served and the long operations answer 503 service_indisponible.
@@ -26,7 +34,7 @@ export async function startServer(config: Config, databaseUrl: string): Promise<
       })
     : undefined;
   const hub = temporal ? createTemporalHub(temporal.client, { taskQueue: config.TEMPORAL_TASK_QUEUE }) : undefined;
-  const app = await buildApp({ config, db, services: { tasks, hub } });
+  const app = await buildApp({ config, db, services: { tasks, hub }, readiness });
   // Tasks left unstarted by an api that stopped between writing them and starting them (this one or another).
   const resumer = tasks
     ? startTaskResumer({ db, engine: tasks }, (error) => app.log.warn({ err: error }, 'reprise des tâches en échec'))
@@ -36,6 +44,7 @@ export async function startServer(config: Config, databaseUrl: string): Promise<
     app,
     db,
     url: address.replace('://[::1]', '://localhost'),
+    readiness,
     async close() {
       await resumer?.stop();
       await app.close();

@@ -8,6 +8,7 @@ import { startWorkerProcess } from '../worker/process.ts';
 import { liveData, loadSandbox } from '../domain/sandbox/load.ts';
 import { SOURCE_DEMONSTRATION } from '../domain/qualite.ts';
 import { startTemporalDevServer } from './temporal-server.ts';
+import { sousVerrouDeChargement } from '../domain/import/verrou.ts';
 
 /**
  * The embedded default: everything on one machine with no other step. A real PostgreSQL under DATA_DIR unless
@@ -68,16 +69,25 @@ try {
       `Temporal (serveur de développement) : ${temporal.address}, historique dans ${path.join(dataDir, 'temporal.db')}`,
     );
   }
-  server = await startServer(config, databaseUrl);
+  // /health answers 503 until the data below serves, and the worker runs.
+  server = await startServer(config, databaseUrl, { chargement: 'bac à sable et territoire de démonstration' });
   stops.unshift(server.close);
-  // The frozen sandbox read by pk_test_ keys. Idempotent: a second start changes nothing.
-  await loadSandbox(server.db, { dataset: 'sandbox', log: (line) => console.log(`  ${line}`) });
-  // Never over real data, nor into a database of DATABASE_URL; loaded again at each start while it is there
-  // (idempotent), so that it follows the generator.
-  if (!config.DATABASE_URL && (await liveData(server.db)) !== 'reelles') {
-    await loadSandbox(server.db, { dataset: 'live', log: (line) => console.log(`  live ${line}`) });
-    demonstration = true;
-  }
+  const db = server.db;
+  // Under the load lock: an import started meanwhile waits for this load instead of interleaving with it.
+  await sousVerrouDeChargement(
+    db,
+    () => console.log('Un import est en cours : le chargement du bac à sable attend qu’il finisse…'),
+    async () => {
+      // The frozen sandbox read by pk_test_ keys. Idempotent: a second start changes nothing.
+      await loadSandbox(db, { dataset: 'sandbox', log: (line) => console.log(`  ${line}`) });
+      // Never over real data, nor into a database of DATABASE_URL; loaded again at each start while it is there
+      // (idempotent), so that it follows the generator.
+      if (!config.DATABASE_URL && (await liveData(db)) !== 'reelles') {
+        await loadSandbox(db, { dataset: 'live', log: (line) => console.log(`  live ${line}`) });
+        demonstration = true;
+      }
+    },
+  );
   const worker = await startWorkerProcess({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS });
   // The worker stops first (its activities finish), then the api, Temporal and PostgreSQL.
   stops.unshift(worker.stop);
@@ -161,3 +171,5 @@ Obtenir une clé :
   curl -X POST -H "Authorization: Bearer …" -H 'content-type: application/json' \\
     -d '{"mode":"live","personnelle":true}' ${base}/admin/v1/organisations/<id>/cles`);
 }
+// Everything serves: the URLs and keys are printed, /health answers 200.
+server.readiness.pret();

@@ -7,6 +7,7 @@ import { connectDataDir } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import { loadConfigOrExit } from '../../lib/config.ts';
 import { ImportError } from './source.ts';
+import { sousVerrouDeChargement } from './verrou.ts';
 
 /**
  * What the two CLIs that load data share (`npm run import`, `npm run sandbox`): their arguments and usage, the
@@ -39,10 +40,18 @@ export function lireArguments<C extends ParseArgsConfig>(config: C, usage: strin
 export async function avecBaseDeDonnees<T>(work: (db: Db) => Promise<T>): Promise<T> {
   const config = loadConfigOrExit();
   const server = await connectDataDir(config);
-  const db = createDb(server.url, 4);
+  // Four connections for the work, one for the load lock it holds.
+  const db = createDb(server.url, 5);
   try {
     await migrate(db);
-    return await work(db);
+    return await sousVerrouDeChargement(
+      db,
+      () =>
+        console.error(
+          'Un autre chargement de données est en cours (le premier démarrage de npm start, ou un autre import) : celui-ci attend qu’il finisse…',
+        ),
+      () => work(db),
+    );
   } finally {
     await db.end().catch(() => {});
     await server.stop().catch(() => {});

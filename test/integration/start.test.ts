@@ -54,16 +54,16 @@ function start(checkout: string, env: NodeJS.ProcessEnv): Started {
   return { child, output: () => output, exit };
 }
 
-async function healthy(port: number, started: Started): Promise<void> {
+/** Waits for the first 200 of /health; returns the problems it answered before (while the data was loading). */
+async function healthy(port: number, started: Started): Promise<Array<{ code: string; detail: string }>> {
   const deadline = Date.now() + 150_000;
+  const problems: Array<{ code: string; detail: string }> = [];
   while (Date.now() < deadline) {
     if (started.child.exitCode !== null)
       throw new Error(`npm start ended (${started.child.exitCode}):\n${started.output()}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
+    const res = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
+    if (res?.ok) return problems;
+    if (res?.status === 503) problems.push((await res.json()) as { code: string; detail: string });
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   throw new Error(`no /health after 150 s:\n${started.output()}`);
@@ -100,7 +100,19 @@ describe('npm start from a folder only its owner may enter', () => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       const port = await freePort();
       const started = start(checkout, { ...baseEnv(), PORT: String(port), EMBEDDED_PG_ROOT_DIR: rootDir });
-      await healthy(port, started);
+      const loading = await healthy(port, started);
+      if (signal === 'SIGINT') {
+        // The first start: /health said what was loading, and at its first 200 the demonstration data serves.
+        expect(loading.length).toBeGreaterThan(0);
+        expect(loading[0]).toMatchObject({ code: 'service_indisponible', detail: expect.stringMatching(/Chargement/) });
+        const keys = [...started.output().matchAll(/live \(personnelle\)\s+(pk_live_\w+)/g)].map((m) => m[1]);
+        expect(keys).toHaveLength(1);
+        const search = await fetch(`http://127.0.0.1:${port}/api/v1/adresses/recherche?q=rue%20des%20Pins%20Latresne`, {
+          headers: { authorization: `Bearer ${keys[0]}` },
+        });
+        expect(search.status).toBe(200);
+        expect(((await search.json()) as { candidats: unknown[] }).candidats.length).toBeGreaterThan(0);
+      }
       expect(started.output()).toContain(`données sous ${ROOT ? rootDir : path.join(checkout, '.data', 'postgres')}`);
       expect(await processesUnder(ROOT ? rootDir : checkout)).not.toEqual([]);
       started.child.kill(signal);
