@@ -12,6 +12,7 @@ import { registerDocs } from './docs.ts';
 import { DOWNLOAD_PATHS, registerDownloads } from './downloads.ts';
 import { createServices } from '../domain/services.ts';
 import { MCP_PATHS, registerMcp } from './mcp.ts';
+import { registerBatches } from './lots.ts';
 import { createReadiness, type Readiness } from './readiness.ts';
 import { buildOpenApi } from './openapi.ts';
 import { API_PREFIX, registerOperations } from './operation-routes.ts';
@@ -118,6 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerDocs(app);
   registerDownloads(app, services);
   registerOperations(app, { operations, pipeline, services });
+  registerBatches(app, { operations, pipeline });
   registerMcp(app, { operations, pipeline });
   if (config.ADMIN_TOKEN) {
     registerAdmin(app, {

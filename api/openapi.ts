@@ -1,5 +1,15 @@
 import { readFileSync } from 'node:fs';
-import { effectOf, operationId, pathParams, priceText, type Operation, type Tier } from '../domain/catalogue.ts';
+import {
+  batchPath,
+  CreditsSchema,
+  effectOf,
+  LOT_MAX,
+  operationId,
+  pathParams,
+  priceText,
+  type Operation,
+  type Tier,
+} from '../domain/catalogue.ts';
 import { ERRORS, type ErrorCode } from '../domain/errors.ts';
 import { OPERATIONS_A_VENIR } from '../domain/operations.ts';
 import { jsonSchema, servedSchema, type JsonSchema } from '../domain/json-schema.ts';
@@ -143,6 +153,80 @@ function operationObject(operation: Operation) {
   };
 }
 
+/**
+ * The batch variant of an operation declared with `lot` (api/lots.ts): not an operation of the catalogue of its own
+ * (no `x-svc-outil`), each element being a call of the operation, at its price.
+ */
+function batchOperationObject(operation: Operation) {
+  const element = jsonSchema(operation.input, 'input');
+  const result = jsonSchema(operation.output, 'output');
+  const problem = { $ref: '#/components/schemas/Probleme' };
+  const codes = errorCodesOf({ ...operation, method: 'POST' }).filter(
+    (code) => !['credits_insuffisants', 'plafond_cle', 'quota_minute', 'delai_depasse'].includes(code),
+  );
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code]);
+  const responses: Record<string, unknown> = {
+    '200': {
+      description: 'Un élément de réponse par élément demandé, dans leur ordre.',
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['elements', 'credits'],
+            properties: {
+              elements: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['statut', 'resultat', 'erreur'],
+                  properties: {
+                    statut: { type: 'integer', description: 'Le statut HTTP qu’aurait l’élément seul.' },
+                    resultat: { anyOf: [result, { type: 'null' }], description: 'Sa réponse, sans bloc credits.' },
+                    erreur: { anyOf: [problem, { type: 'null' }], description: 'Son problème, en cas de refus.' },
+                  },
+                },
+              },
+              credits: jsonSchema(CreditsSchema, 'output'),
+            },
+          },
+        },
+      },
+    },
+  };
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(status)] = {
+      description: `Lot refusé en entier : ${list.map((c) => `\`${c}\``).join(', ')}.`,
+      content: { 'application/problem+json': { schema: problem } },
+    };
+  }
+  return {
+    operationId: `${operationId(operation)}_lot`,
+    summary: `Lot : ${operation.summary}`,
+    description: `Jusqu’à ${LOT_MAX} appels de \`${operation.tool}\` en une requête : \`{"elements": [ … ]}\`, chaque élément étant l’entrée de l’opération (paramètres de chemin, de requête ou champs du corps, en un objet). Chaque élément est servi comme un appel à lui seul : mêmes contrôles de crédits, de plafond et de quota, même prix (${priceText(operation)}), même règle des 24 h, sous le délai de l’opération (${operation.timeoutS} s), quatre à la fois ; la réponse garde leur ordre, avec pour chacun le statut qu’il aurait eu seul, son résultat ou son problème. \`credits.debites\` est la somme des éléments. Le lot n’est refusé en entier que pour ce qui le concerne : la clé, la portée, le palier et le bac à sable de l’opération, un corps illisible, mal formé ou de plus de ${LOT_MAX} éléments. Le lot n’est pas un outil MCP : un client MCP envoie plusieurs \`tools/call\` dans un même lot JSON-RPC.`,
+    tags: [operation.scope],
+    security: [{ cle: [] }],
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['elements'],
+            additionalProperties: false,
+            properties: { elements: { type: 'array', minItems: 1, maxItems: LOT_MAX, items: element } },
+          },
+        },
+      },
+    },
+    responses,
+    'x-svc-credits': operation.credits,
+    'x-svc-unite': operation.unit,
+    'x-svc-palier-minimal': operation.tier,
+    'x-svc-portee': operation.scope,
+  };
+}
+
 /** The version of the interface: the description's `info.version`, and the MCP server's. */
 export const API_VERSION = '1.2.0';
 
@@ -172,6 +256,7 @@ export function buildOpenApi(operations: Operation[], extraPaths: ExtraPaths = {
     const path = API_PREFIX + operation.path;
     paths[path] ??= {};
     paths[path][operation.method.toLowerCase()] = operationObject(operation);
+    if (operation.lot) paths[API_PREFIX + batchPath(operation)] = { post: batchOperationObject(operation) };
   }
   const extraTags = Object.values(extraPaths).flatMap((item) =>
     Object.values(item).flatMap((op) => (Array.isArray(op.tags) ? (op.tags as string[]) : [])),

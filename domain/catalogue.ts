@@ -218,6 +218,11 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
     wanted(accept: string | undefined, output: O): boolean;
     read(services: Services, output: O): Promise<{ bytes: Uint8Array; headers: Record<string, string> }>;
   };
+  /**
+   * A batch variant: `POST <path without its path parameters>/lot` (batchPath) with `{"elements": [ … ]}`, each
+   * element the operation's flat input, each served and billed as its own call (api/lots.ts).
+   */
+  lot?: boolean;
   /** Error codes specific to this operation, documented in its description (the common set is always documented). */
   errors?: ErrorCode[];
   handler: (input: z.output<S>, ctx: OperationContext) => Promise<O>;
@@ -369,4 +374,15 @@ export function wayOf(ways: Operation[], input: Record<string, unknown>): Operat
     throw refuse(`une seule forme d’appel à la fois : ${forms}`, [...wayKeys(best[0]!), ...others]);
   }
   return best[0]!;
+}
+
+/** The most elements a batch variant takes. */
+export const LOT_MAX = 100;
+
+/**
+ * The path of an operation's batch variant: its path without its path parameters (which each element gives), then
+ * `/lot`: `/adresses/{cle_ban}/ventes` → `/adresses/ventes/lot`.
+ */
+export function batchPath(operation: Operation): string {
+  return `${operation.path.replace(/\/\{\w+\}/g, '')}/lot`;
 }

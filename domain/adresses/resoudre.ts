@@ -626,6 +626,8 @@ const COMMUN = {
 export const resoudreAdresse = defineOperation({
   ...COMMUN,
   path: '/adresses/recherche',
+  // People geocode files, as with the BAN's CSV endpoint.
+  lot: true,
   summary: 'Trouver une adresse à partir d’un texte (géocodage)',
   description: DESCRIPTION_RECHERCHE,
   input: RechercheInputSchema,

@@ -865,6 +865,7 @@ export const faitsAdresse = defineOperation({
   tool: 'faits_adresse',
   method: 'GET',
   path: '/adresses/{cle_ban}/faits',
+  lot: true,
   summary: 'Faits d’une adresse : identité, bâtiment, DPE, audit, ventes, voisinage',
   description: DESCRIPTION,
   credits: 5,

@@ -423,6 +423,7 @@ const COMMUN_VENTES_ADRESSE = {
 export const ventesAdresse = defineOperation({
   ...COMMUN_VENTES_ADRESSE,
   path: '/adresses/{cle_ban}/ventes',
+  lot: true,
   summary: 'Ventes DVF d’une adresse',
   errors: ['ressource_absente', 'adresse_introuvable'],
   input: VentesAdresseInput,

@@ -599,6 +599,7 @@ export const estimerBien = defineOperation({
   ],
   cacheS: 86_400,
   computedAt: 'calcule_le',
+  lot: true,
   timeoutS: 15,
   effect: 'lecture',
   errors: ['ressource_absente', 'adresse_introuvable', 'commune_introuvable'],
