@@ -32,6 +32,11 @@ const Variations = z.object({ un_an: nul(z.number()), trois_ans: nul(z.number())
 const PrixCommuneOutput = z.object({
   insee: z.string(),
   commune: z.string().nullable(),
+  limites: z
+    .array(z.string())
+    .describe(
+      'Pourquoi le barème est vide quand il l’est : hors DVF (Alsace-Moselle, Mayotte), aucune vente, DVF non chargé.',
+    ),
   bareme: z.array(
     z.object({
       type: TypeLogement,
@@ -145,9 +150,20 @@ export const prixCommune = defineOperation({
     const items = absente ? [] : bareme(marche, e.type ? [e.type] : TYPES_LOGEMENT, marche.donneesDu);
     const indice = absente ? [] : indiceDepartement(departement, marche.departement);
     const tous = e.type ? bareme(marche, TYPES_LOGEMENT, marche.donneesDu) : items;
+    // An empty scale always says why: not in DVF, no sale of the commune or its neighbours, no DVF loaded.
+    const limites = absente
+      ? [absenceDvf(departement)!]
+      : items.length > 0
+        ? []
+        : marche.donneesDu === null
+          ? ['Aucune vente DVF n’est chargée pour ces données : importer DVF (npm run import -- dvf).']
+          : [
+              `Aucune vente de logement retenue dans la commune ni dans ses voisines sur les millésimes DVF détenus (jusqu’au ${marche.donneesDu})${e.type ? ` pour le type ${e.type}` : ''} : le barème est vide.`,
+            ];
     return {
       insee: e.insee,
       commune: commune?.nom ?? null,
+      limites,
       bareme: items,
       serie: absente ? [] : serie(marche.lignes),
       evolution: absente ? null : evolution(marche, marche.donneesDu),

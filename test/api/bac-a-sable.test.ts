@@ -85,4 +85,14 @@ describe('a test key outside the frozen territory', () => {
       expect(res.statusCode, `${url} ${res.body}`).toBe(200);
     }
   });
+
+  it('says why a scale is empty: Strasbourg, Alsace-Moselle, is not in DVF', async () => {
+    const res = await t.call('GET', '/communes/67482/prix', cle);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().bareme).toEqual([]);
+    expect(res.json().limites.join(' ')).toMatch(/Alsace-Moselle.*n’est pas dans DVF/);
+    const latresne = (await t.call('GET', '/communes/33234/prix', cle)).json();
+    expect(latresne.bareme.length).toBeGreaterThan(0);
+    expect(latresne.limites).toEqual([]);
+  });
 });
