@@ -5,7 +5,6 @@ import type { Cursors } from '../lib/cursor.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import { ApiError, type ErrorCode, type FieldError } from './errors.ts';
 import type { RenderPool } from './documents/pool.ts';
-import type { Territoire } from './platform/sandbox.ts';
 import type { FileDelivery } from './documents/telechargement.ts';
 import { lireEntree } from './entrees.ts';
 
@@ -66,6 +65,10 @@ export const CreditsSchema = z
 export function selectable<T extends z.ZodObject>(schema: T, complet: string) {
   return schema.partial().describe(`${schema.description ?? ''} ${complet}`.trim());
 }
+
+/** A territory an operation's input names: what a pk_test_ key may ask only inside the frozen set. */
+export type Territoire =
+  { commune: string } | { code_postal: string } | { departement: string } | { region: string } | { iris: string };
 
 /** Who is calling, as established by authentication. */
 export interface Caller {

@@ -1,3 +1,4 @@
+import type { Territoire } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
 
 /**
@@ -12,10 +13,6 @@ export const SANDBOX_COMMUNES = ['33234', '33001', '75111', '59350', '67482'] as
 export function inSandboxCommunes(insee: string): boolean {
   return (SANDBOX_COMMUNES as readonly string[]).includes(insee);
 }
-
-/** A territory an operation's input names: what a pk_test_ key may ask only inside the frozen set. */
-export type Territoire =
-  { commune: string } | { code_postal: string } | { departement: string } | { region: string } | { iris: string };
 
 let bounds: { departements: Set<string>; regions: Set<string>; codesPostaux: Set<string> } | undefined;
 
