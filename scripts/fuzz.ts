@@ -12,7 +12,7 @@
  * examples times the operations: CI runs a share sized to its budget, this script's default is the deep campaign.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -61,9 +61,14 @@ async function startService(): Promise<{ base: string; cle: string; stop: () => 
   await chmod(dataDir, 0o755);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  // The service's lines (the worker's warnings about the tasks the fuzzing starts) go to a file that outlives the run,
+  // so that schemathesis's report stays readable and a failure can be looked into.
+  const journal = path.join(tmpdir(), `svc-fuzz-${port}.log`);
+  const out = openSync(journal, 'w');
+  console.log(`Journal du service : ${journal}`);
   const service: ChildProcess = spawn('npm', ['start'], {
     detached: true,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', out, out],
     env: {
       ...process.env,
       DATA_DIR: dataDir,
@@ -82,7 +87,7 @@ async function startService(): Promise<{ base: string; cle: string; stop: () => 
     await rm(dataDir, { recursive: true, force: true });
   };
   for (let i = 0; ; i++) {
-    if (service.exitCode !== null) throw new Error(`npm start ended with code ${service.exitCode}`);
+    if (service.exitCode !== null) throw new Error(`npm start ended with code ${service.exitCode}: see ${journal}`);
     if (
       await fetch(`${base}/health`).then(
         (r) => r.ok,
