@@ -124,3 +124,8 @@ export function isOutreMer(departement: string): boolean {
 export function isCollectiviteOutreMer(departement: string): boolean {
   return COLLECTIVITES_OUTRE_MER.has(departement);
 }
+
+/** Département of an INSEE code: three characters overseas (97x), two elsewhere (2A, 2B in Corsica). */
+export function departementOf(insee: string): string {
+  return insee.startsWith('97') ? insee.slice(0, 3) : insee.slice(0, 2);
+}

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import type { Db, Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
+import { absenceSource } from '../couverture.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError } from '../errors.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
 import { distanceEdition, MOTS_OUTILS, normaliserNom, normaliserTexte, plier } from './normaliser.ts';
 import { analyserRequete, communesDuCode, type Requete } from './requete.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * resoudre_adresse: geocoding over the address base (BAN numbers, streets, lieux-dits, communes) of the caller's
@@ -104,6 +106,7 @@ export type Candidat = z.infer<typeof CandidatSchema>;
 const ResultatSchema = z.object({
   mode: z.enum(['recherche', 'inverse']),
   candidats: z.array(CandidatSchema),
+  limites: z.array(z.string()).describe('Pourquoi rien n’est trouvé, quand `candidats` est vide ; vide sinon.'),
 });
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -610,6 +613,40 @@ const DESCRIPTION_INVERSE = `Géocodage inverse : numéros, voies et lieux-dits 
 
 ${DESCRIPTION_COMMUNE} Un point à plus de 20 km de toute adresse du bac à sable répond 403 \`hors_bac_a_sable\`.`;
 
+/**
+ * Why a search found nothing: the communes it names (its codes, the commune at its end, `code_postal`) whose
+ * département the imported BAN does not cover, else nothing resembles the query well enough.
+ */
+async function rienTrouve(db: Queryable, sandbox: boolean, q: string, codePostal: string | null): Promise<string[]> {
+  const filtre = codePostal ? communesDuCode(codePostal) : null;
+  if (filtre?.length === 0) return [`Aucune commune n’a le code postal ${codePostal}.`];
+  const liees = communesLiees(analyserRequete(q), filtre) ?? [];
+  const departements = [...new Set(liees.map(departementOf))];
+  const horsPerimetre = await Promise.all(
+    departements.map((d) => absenceSource(db, sandbox ? 'sandbox' : 'live', 'ban', d)),
+  );
+  const raisons = horsPerimetre.filter((r) => r !== null);
+  return raisons.length > 0 && raisons.length === departements.length
+    ? raisons
+    : [
+        `Aucune adresse de la BAN importée ne ressemble assez à « ${q} »${codePostal ? ` dans le code postal ${codePostal}` : ''} (score 0,3 au moins).`,
+      ];
+}
+
+/** Why no address is within 1 km of a point: how far the nearest imported one is (the BAN may not be imported there). */
+async function rienAutour(db: Queryable, dataset: Dataset, lat: number, lon: number): Promise<string> {
+  const { rows } = await db.query<{ libelle: string; distance: number }>(
+    `SELECT libelle, earth_distance(ll_to_earth($2, $3), ll_to_earth(lat, lon)) AS distance FROM adresses
+      WHERE dataset = $1 AND type <> 'commune' ORDER BY ll_to_earth(lat, lon) <-> ll_to_earth($2, $3) LIMIT 1`,
+    [dataset, lat, lon],
+  );
+  const plusProche = rows[0];
+  const km = plusProche ? Math.round(plusProche.distance / 100) / 10 : null;
+  return plusProche
+    ? `Aucune adresse de la BAN importée à moins de ${RAYON_INVERSE_M / 1000} km du point ; la plus proche, « ${plusProche.libelle} », est à ${String(km).replace('.', ',')} km : la BAN de cette zone n’est peut-être pas importée.`
+    : 'Aucune adresse de la BAN n’est importée.';
+}
+
 const COMMUN = {
   tool: 'resoudre_adresse',
   method: 'GET',
@@ -645,7 +682,8 @@ export const resoudreAdresse = defineOperation({
     if (sandbox && candidats.length === 0 && !codePostal) {
       throw horsBacASable(`Aucune adresse du bac à sable ne ressemble à « ${entree.q} ».`);
     }
-    return { mode: 'recherche' as const, candidats };
+    const limites = candidats.length > 0 ? [] : await rienTrouve(ctx.services.db, sandbox, entree.q, codePostal);
+    return { mode: 'recherche' as const, candidats, limites };
   },
 });
 
@@ -663,7 +701,9 @@ export const resoudreAdresseInverse = defineOperation({
     if (sandbox && candidats.length === 0 && !(await presDuBacASable(db, entree.lat, entree.lon))) {
       throw horsBacASable(`Le point (${entree.lat}, ${entree.lon}) est à plus de 20 km des adresses du bac à sable.`);
     }
-    return { mode: 'inverse' as const, candidats };
+    const limites =
+      candidats.length > 0 ? [] : [await rienAutour(db, sandbox ? 'sandbox' : 'live', entree.lat, entree.lon)];
+    return { mode: 'inverse' as const, candidats, limites };
   },
 });
 

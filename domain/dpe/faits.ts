@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { adresseParCle, type AdresseBan } from '../adresses/resoudre.ts';
 import { defineOperation, selectable } from '../catalogue.ts';
-import { absenceDvf, departementOf } from '../dvf/mutation.ts';
 import {
   cellules as cellulesDvf,
   dansCellules,
@@ -15,6 +14,8 @@ import { ApiError } from '../errors.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau, type Qualite } from '../qualite.ts';
 import { CLASSES, type Classe, type DpeRow, depuisWgs84, numeroDeCle, projectionOf } from './import.ts';
 import type { Dataset } from '../platform/sandbox.ts';
+import { departementOf } from '../communes.ts';
+import { absenceDvf } from '../couverture.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Rules, each stated once (the description quotes them).

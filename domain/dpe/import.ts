@@ -5,7 +5,6 @@ import path from 'node:path';
 import type { PoolClient } from 'pg';
 import proj4 from 'proj4';
 import type { Db, Queryable } from '../../db/client.ts';
-import { departementOf } from '../dvf/mutation.ts';
 import { colonnesDe, csvRecords, lignesDeDonnees, separateurDe, type CsvRecord } from '../import/csv.ts';
 import { parLots, upsert, type Lots, type Table } from '../import/ecriture.ts';
 import {
@@ -16,6 +15,7 @@ import {
   type DatasetImportOptions,
   type ImportReport,
 } from '../import/source.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * Importer of energy-performance diagnoses (DPE) of dwellings, attached to BAN keys, and of energy audits:

@@ -1,5 +1,6 @@
 import { ImportError } from '../import/source.ts';
-import { departementOf, type Lot, type Nature, type TypeLocal } from './mutation.ts';
+import { type Lot, type Nature, type TypeLocal } from './mutation.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * The two formats of DVF files, the Etalab "DVF géolocalisées" CSV (comma, 40 columns) and the raw DGFiP file (`|`,

@@ -65,21 +65,3 @@ export interface Mutation {
 export const PRIX_M2_PLAUSIBLE = { min: 200, max: 25_000 } as const;
 /** Bounds of a plausible average surface per dwelling (m²), outside which a sale is `surface_atypique`. */
 export const SURFACE_LOGEMENT_PLAUSIBLE = { min: 9, max: 1_000 } as const;
-
-export const ALSACE_MOSELLE = ['57', '67', '68'] as const;
-
-/** Why DVF has nothing for a département, or null when it covers it. */
-export function absenceDvf(departement: string): string | null {
-  if ((ALSACE_MOSELLE as readonly string[]).includes(departement)) {
-    return 'Alsace-Moselle (Moselle 57, Bas-Rhin 67, Haut-Rhin 68) n’est pas dans DVF : les ventes y sont publiées au livre foncier, tenu par les tribunaux, et non par la DGFiP. Aucune vente n’est servie pour ces départements.';
-  }
-  if (departement === '976') {
-    return 'Mayotte (976) n’est pas dans DVF : la DGFiP n’y publie pas les valeurs foncières.';
-  }
-  return null;
-}
-
-/** Département of an INSEE code: three characters overseas (97x), two elsewhere (2A, 2B in Corsica). */
-export function departementOf(insee: string): string {
-  return insee.startsWith('97') ? insee.slice(0, 3) : insee.slice(0, 2);
-}

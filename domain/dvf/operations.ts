@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
-import { communeByCode } from '../communes.ts';
+import { communeByCode, departementOf } from '../communes.ts';
 import { jour, nombre } from '../entrees.ts';
+import { absenceDvf, absenceSource } from '../couverture.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { drapeaux as ordonnes, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
 import { adresseConnue, type AdresseBan } from '../adresses/resoudre.ts';
-import { absenceDvf, departementOf, PRIX_M2_PLAUSIBLE, SURFACE_LOGEMENT_PLAUSIBLE, type Mutation } from './mutation.ts';
+import { PRIX_M2_PLAUSIBLE, SURFACE_LOGEMENT_PLAUSIBLE, type Mutation } from './mutation.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -787,11 +788,18 @@ export const ventes = defineOperation({
           throw new ApiError('commune_introuvable', `Aucune commune n’a le code ${e.insee} ; rien n’est débité.`);
         }
       }
-      if (point) {
-        const departement = await departementAuPoint(db, dataset, e.lat!, e.lon!);
-        const raison = departement ? absenceDvf(departement) : null;
-        if (raison) limites.unshift(raison);
-      }
+      const departement = point ? await departementAuPoint(db, dataset, e.lat!, e.lon!) : departementOf(e.insee!);
+      const ici = point ? `à moins de ${e.rayon_m} m de ce point` : `dans la commune ${e.insee}`;
+      limites.unshift(
+        (departement ? await absenceSource(db, dataset, 'dvf', departement) : null) ??
+          (departement
+            ? `Aucune vente DVF ${ici}${e.depuis || e.jusqu_a ? ' entre ces dates' : ''} dans les millésimes détenus depuis ${PREMIER_MILLESIME_NUMERO}.`
+            : `Aucune adresse importée à moins de 3 km de ce point : il est hors des données importées.`),
+      );
+    } else if (donnees.length === 0 && !curseurSuivant) {
+      limites.unshift('Aucune mutation de cette recherche ne passe les filtres type, nature, surface et prix.');
+    } else if (donnees.length === 0) {
+      limites.unshift('Aucune mutation de cette page ne passe les filtres : la suite est à curseur_suivant.');
     }
     return { recherche, donnees, curseur_suivant: curseurSuivant, limites };
   }),

@@ -2,8 +2,10 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { adresseConnue, plier } from '../adresses/resoudre.ts';
 import { defineOperation } from '../catalogue.ts';
+import { absenceSource } from '../couverture.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
 import type { Dataset } from '../platform/sandbox.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * societes_civiles: the civil companies (legal category 65xx, 6540 SCI first) domiciled at a BAN number, from the
@@ -422,6 +424,12 @@ export const societesCiviles = defineOperation({
     const { societes, dernierDpe, sources, donneesDu } = numero
       ? await construire(db, dataset, a.cle_ban, a.code_postal)
       : { societes: [], dernierDpe: null, sources: 0, donneesDu: null };
+    if (numero && societes.length === 0) {
+      limites.unshift(
+        (await absenceSource(db, dataset, 'sirene', departementOf(a.insee))) ??
+          'Aucune société civile n’a d’établissement SIRENE ni de siège BODACC déclaré à ce numéro.',
+      );
+    }
     if (dernierDpe === null && societes.length > 0) {
       limites.push('Aucun DPE connu à cette adresse : presente_avant_dernier_dpe est null.');
     }

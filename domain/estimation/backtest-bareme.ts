@@ -1,10 +1,10 @@
 import type { Db, Queryable } from '../../db/client.ts';
-import { departementOf } from '../dvf/mutation.ts';
 import { VENTE_UN_LOGEMENT, type TypeLogement } from '../marche/agregats.ts';
 import { bareme, lireMarche, TYPES_LOGEMENT } from '../marche/prix.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { ecrireFiche, type Mesure } from './backtest.ts';
 import { mediane } from './valeur.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * The backtest of the `bareme_prix` sheet: the commune price scale (domain/marche/prix.ts, prix_commune) against

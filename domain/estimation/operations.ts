@@ -2,8 +2,7 @@ import { z } from 'zod';
 import type { Db, Queryable } from '../../db/client.ts';
 import { rechercher } from '../adresses/resoudre.ts';
 import { defineOperation } from '../catalogue.ts';
-import { communeByCode, isOutreMer } from '../communes.ts';
-import { absenceDvf, departementOf } from '../dvf/mutation.ts';
+import { communeByCode, departementOf, isOutreMer } from '../communes.ts';
 import { ApiError, type ErrorCode, type FieldError } from '../errors.ts';
 import { loyerCommune, type LoyerCommune, type TypeLogement } from '../loyers/loyers.ts';
 import { SANDBOX_COMMUNES, type Dataset } from '../platform/sandbox.ts';
@@ -35,6 +34,7 @@ import {
   RAYONS_M,
   valeurBrute,
 } from './valeur.ts';
+import { absenceDvf } from '../couverture.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Shapes.

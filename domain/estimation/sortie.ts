@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
-import { departementOf } from '../dvf/mutation.ts';
 import type { Dataset } from '../platform/sandbox.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * The exit cost of an E, F or G dwelling to D, C or B, from the regulatory energy audits (dpe_audits): the cost of

@@ -1,9 +1,9 @@
 import type { Queryable } from '../../db/client.ts';
 import { cellules, dansCellules } from '../dvf/operations.ts';
-import { departementOf } from '../dvf/mutation.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import type { ContourIris } from '../territoire/import-iris.ts';
 import { containsPoint } from '../urbanisme/zonage.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * The deterministic value of a dwelling: its DVF comparables, else the commune's scale, the time index that brings

@@ -41,6 +41,7 @@ const AvisOutput = z.object({
       cree_le: z.string(),
     }),
   ),
+  limites: z.array(z.string()).describe('Pourquoi une moyenne est null : aucun avis, ou aucun qui donne cette note.'),
   qualite: QualiteSchema,
   curseur_suivant: z.string().nullable(),
 });
@@ -135,17 +136,27 @@ export const avisZone = defineOperation({
     const derniere = lignes.at(-1);
     const s = stats.rows[0];
     const n = Number(s.n);
+    const moyennes = {
+      globale: moyenne(s.globale),
+      rentabilite: moyenne(s.rentabilite),
+      qualite_de_vie: moyenne(s.qualite_de_vie),
+      demande_locative: moyenne(s.demande_locative),
+      valorisation: moyenne(s.valorisation),
+    };
+    const sansNote = Object.entries(moyennes).flatMap(([note, v]) => (v === null ? [note] : []));
+    const limites =
+      n === 0
+        ? [
+            `Aucun avis publié sur ${commune.nom} : les avis sont ceux que les utilisateurs publient (avis_zone_publier).`,
+          ]
+        : sansNote.length > 0
+          ? [`${sansNote.join(', ')} : aucun avis de la commune ne donne cette note (facultative).`]
+          : [];
     return {
       insee: e.insee,
       commune: commune.nom,
-      moyennes: {
-        globale: moyenne(s.globale),
-        rentabilite: moyenne(s.rentabilite),
-        qualite_de_vie: moyenne(s.qualite_de_vie),
-        demande_locative: moyenne(s.demande_locative),
-        valorisation: moyenne(s.valorisation),
-        n,
-      },
+      moyennes: { ...moyennes, n },
+      limites,
       avis: lignes.map((a) => ({
         id: a.id,
         notes: {

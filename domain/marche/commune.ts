@@ -3,7 +3,7 @@ import { defineOperation } from '../catalogue.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { QualiteSchema, servedFromDataset, type Qualite } from '../qualite.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
-import { indicateurs, METHODE_RENDEMENT, METHODE_SCORE, type Indicateurs } from './indicateurs.ts';
+import { indicateurs, METHODE_RENDEMENT, METHODE_SCORE, raisonSansPrix, type Indicateurs } from './indicateurs.ts';
 import { PRIOR_VENTES, SEUIL_MESURE, SOURCE_DVF } from './prix.ts';
 import type { TypeLogement } from './agregats.ts';
 import type { LigneIndicateurs } from './derives.ts';
@@ -86,10 +86,10 @@ const loyerDe = (i: Indicateurs, type: TypeLogement) => {
     : null;
 };
 
-function fiche(i: Indicateurs): CommuneSortie {
+/** The sheet of a commune; `sansPrix` says why it has no price (raisonSansPrix), null when it has one. */
+function fiche(i: Indicateurs, sansPrix: string | null): CommuneSortie {
   const limites: string[] = [];
-  if (i.absence) limites.push(i.absence);
-  else if (!i.prix.appartement && !i.prix.maison) limites.push('Aucune vente DVF de logement dans la commune.');
+  if (sansPrix) limites.push(sansPrix);
   if (!i.loyers.appartement && !i.loyers.maison) limites.push('Pas d’indicateur de loyer pour cette commune.');
   if (!i.dpe) limites.push('Aucun DPE importé pour cette commune.');
   const n = (i.prix.appartement?.n_ventes ?? 0) + (i.prix.maison?.n_ventes ?? 0);
@@ -160,7 +160,9 @@ export const communeMarche = defineOperation({
     }
     const i = await indicateurs(ctx.services.db, dataset, e.insee);
     if (!i) throw new ApiError('commune_introuvable', `Aucune commune n’a le code ${e.insee} ; rien n’est débité.`);
-    return fiche(i);
+    const sansPrix =
+      i.prix.appartement || i.prix.maison ? null : await raisonSansPrix(ctx.services.db, dataset, e.insee);
+    return fiche(i, sansPrix);
   }),
 });
 
@@ -207,6 +209,7 @@ const ComparaisonOutput = z.object({
     >,
   ),
   introuvables: z.array(z.string()).describe('Codes demandés qu’aucune commune n’a.'),
+  limites: z.array(z.string()).describe('Pour chaque commune sans prix, sans loyer ou sans DPE : pourquoi.'),
   methode: z.string(),
   donnees_du: z.string().nullable(),
   qualite: QualiteSchema,
@@ -273,10 +276,20 @@ export const comparerCommunes = defineOperation({
     }
     const communes = trouvees.map(sortieIndicateurs);
     const donneesDu = derives.donnees_du;
+    const limites: string[] = [];
+    for (const c of communes) {
+      const nom = `${c.commune ?? 'Commune'} (${c.insee})`;
+      if (c.prix_m2_appartement === null && c.prix_m2_maison === null) {
+        limites.push(`${nom} : ${await raisonSansPrix(ctx.services.db, dataset, c.insee)}`);
+      }
+      if (c.loyer_m2_predit === null) limites.push(`${nom} : pas d’indicateur de loyer pour cette commune.`);
+      if (c.passoires_dpe_fg_pct === null) limites.push(`${nom} : aucun DPE importé pour cette commune.`);
+    }
     return {
       communes,
       meilleure_par_indicateur: meilleures(communes),
       introuvables: e.insee.filter((_, k) => lus[k] === null),
+      limites,
       methode: `${METHODE_INDICATEURS}. Modèle de prix attendu : ${decrireModele(derives.modele_prix)}.`,
       donnees_du: donneesDu,
       qualite: {

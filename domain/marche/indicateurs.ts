@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/client.ts';
-import { communeByCode, type Commune } from '../communes.ts';
-import { absenceDvf, departementOf } from '../dvf/mutation.ts';
+import { type Commune, communeByCode, departementOf } from '../communes.ts';
+import { absenceDvf, absenceSource } from '../couverture.ts';
 import { loyersCommune, type LoyerCommune, type TypeLogement as TypeLoyer } from '../loyers/loyers.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { zoneAbc } from '../zonage-abc/zone.ts';
@@ -83,6 +83,15 @@ export async function indicateurs(db: Queryable, dataset: Dataset, insee: string
   ]);
   if (!commune && marche.lignes.length === 0) return null;
   return calculerIndicateurs(insee, { marche, loyers, zone: zone?.zone ?? null, dpe: dpe.rows[0] });
+}
+
+/** Why a commune has no price: DVF absent or not imported for its département, else no sale of dwellings there. */
+export async function raisonSansPrix(db: Queryable, dataset: Dataset, insee: string): Promise<string> {
+  const departement = communeByCode(insee)?.departement ?? departementOf(insee);
+  return (
+    (await absenceSource(db, dataset, 'dvf', departement)) ??
+    'Aucune vente DVF de logement dans la commune sur les millésimes détenus.'
+  );
 }
 
 /**

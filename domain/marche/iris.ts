@@ -8,7 +8,7 @@ import type { ContourIris } from '../territoire/import-iris.ts';
 import { containsPoint } from '../urbanisme/zonage.ts';
 import { VENTE_UN_LOGEMENT, type TypeLogement } from './agregats.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
-import type { Indicateurs } from './indicateurs.ts';
+import { raisonSansPrix, type Indicateurs } from './indicateurs.ts';
 import { PRIOR_VENTES, SEUIL_CONFIANCE, SEUIL_MESURE, SOURCE_DVF, TYPES_LOGEMENT } from './prix.ts';
 
 /**
@@ -194,6 +194,7 @@ const PrixIrisOutput = z.object({
         .describe('Contour GeoJSON (WGS84) du quartier, avec geometrie=true.'),
     }),
   ),
+  limites: z.array(z.string()).describe('Pourquoi un prix est null : commune sans prix, type sans vente ni prix.'),
 });
 type PrixIris = z.infer<typeof PrixIrisOutput>;
 
@@ -281,6 +282,28 @@ async function lire(
   return [...parCode.values()];
 }
 
+/** Why prices are null: a commune without any (raisonSansPrix), else the types some quartiers lack. */
+async function limitesIris(db: Queryable, dataset: Dataset, donnees: PrixIris['donnees']): Promise<string[]> {
+  const limites: string[] = [];
+  const communes = [...new Set(donnees.map((d) => d.insee).filter((c) => c !== null))];
+  for (const insee of communes) {
+    const siens = donnees.filter((d) => d.insee === insee);
+    if (siens.every((d) => !d.appartement && !d.maison)) {
+      limites.push(`${insee} : ${await raisonSansPrix(db, dataset, insee)}`);
+      continue;
+    }
+    for (const type of ['appartement', 'maison'] as const) {
+      const sans = siens.filter((d) => !d[type]).length;
+      if (sans > 0) {
+        limites.push(
+          `${insee} : ${type} null dans ${sans} quartier(s) sur ${siens.length}, sans vente de ce type dans le quartier ni prix de la commune.`,
+        );
+      }
+    }
+  }
+  return limites;
+}
+
 const DESCRIPTION = `Prix au m² des quartiers IRIS (Insee), par type de logement, à partir des ventes DVF situées dans le contour du quartier, avec le prix de la commune à côté. Lu sur une table recalculée après chaque import DVF ou IRIS (deux lectures indexées).
 
 **Règle.** Ventes retenues : celles de prix_commune (un seul logement, prix au m² lisible) géolocalisées dans le contour du quartier, sur le dernier millésime DVF détenu et le précédent (\`n_ventes_recentes\` ; \`n_ventes\` : le dernier millésime seul). \`label\` **mesure** dès ${SEUIL_MESURE} ventes récentes : \`prix_m2\` est leur médiane, \`poids_local\` 1. Sinon **estime** : \`prix_m2\` = poids_local × médiane du quartier + (1 − poids_local) × \`prix_m2_commune\`, \`poids_local\` = n / (n + ${PRIOR_VENTES}) (la part du prix portée par les ventes du quartier ; 0 sans vente). \`prix_m2_commune\` : dernier prix du barème de prix_commune pour le type (mesuré ou estimé). \`demi_bande_pct\` : 1,58 × écart interquartile / √n des ventes du quartier (dès ${SEUIL_CONFIANCE} ventes), sinon celle de la commune. Un type sans vente ni prix communal : null.
@@ -327,7 +350,7 @@ export const prixIris = defineOperation({
   handler: servedFromDataset(async (e, ctx, dataset) => {
     const donnees = await lire(ctx.services.db, dataset, 'code', e.code_iris, e.geometrie);
     if (!donnees) throw new ApiError('ressource_absente', `Aucun quartier IRIS n’a le code ${e.code_iris}.`);
-    return { donnees };
+    return { donnees, limites: await limitesIris(ctx.services.db, dataset, donnees) };
   }),
 });
 
@@ -346,6 +369,6 @@ export const prixIrisCommune = defineOperation({
     }
     const donnees = await lire(ctx.services.db, dataset, 'insee', e.insee, e.geometrie);
     if (!donnees) throw new ApiError('ressource_absente', `Aucun quartier IRIS importé pour la commune ${e.insee}.`);
-    return { donnees };
+    return { donnees, limites: await limitesIris(ctx.services.db, dataset, donnees) };
   }),
 });

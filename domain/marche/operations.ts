@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { defineOperation } from '../catalogue.ts';
-import { communeByCode } from '../communes.ts';
+import { communeByCode, departementOf } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
-import { absenceDvf, departementOf } from '../dvf/mutation.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import { ventesCodePostal, ventesCommune } from './ventes.ts';
 import { communeMarche, comparerCommunes } from './commune.ts';
@@ -24,6 +23,7 @@ import {
   serie,
   TYPES_LOGEMENT,
 } from './prix.ts';
+import { absenceDvf } from '../couverture.ts';
 
 const TypeLogement = z.enum(['appartement', 'maison']);
 const nul = <T extends z.ZodType>(t: T) => t.nullable();

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
+import { absenceSource } from '../couverture.ts';
 import { communeByCode } from '../communes.ts';
 import { invalidField } from '../errors.ts';
 import type { Dataset } from '../platform/sandbox.ts';
@@ -143,6 +144,7 @@ const PalmaresOutput = z.object({
   }),
   filtres_appliques: z.array(z.string()),
   donnees: z.array(DonneePalmares),
+  limites: z.array(z.string()).describe('Pourquoi aucune commune n’est classée, quand `donnees` est vide au début.'),
   qualite: QualiteSchema,
   donnees_du: z.string().nullable(),
   curseur_suivant: z.string().nullable(),
@@ -275,6 +277,17 @@ export const palmaresCommunes = defineOperation({
       e.indicateur === 'sous-evaluees' || e.indicateur === 'sous-evaluees-et-rendement'
         ? ` Modèle ajusté : ${decrireModele(derives.modele_prix)}.`
         : '';
+    const limites: string[] = [];
+    if (donnees.length === 0 && !apres) {
+      const horsDonnees =
+        definition.surPrix && maille.niveau === 'departement'
+          ? await absenceSource(db, dataset, 'dvf', maille.code!)
+          : null;
+      limites.push(
+        horsDonnees ??
+          `Aucune commune n’a cet indicateur avec ces filtres (${filtres.join(' ; ') || 'aucun'}) : les agrégats ne couvrent que les communes des données importées.`,
+      );
+    }
     const methode = `${definition.libelle} : ${definition.methode}.${definition.condition ? ` Condition : ${definition.condition.libelle}.` : ''} ${METHODE_INDICATEURS}.${modele}`;
     return {
       indicateur: e.indicateur,
@@ -283,6 +296,7 @@ export const palmaresCommunes = defineOperation({
       maille,
       filtres_appliques: filtres,
       donnees,
+      limites,
       qualite: {
         n: donnees.length,
         provenance: donnees.length ? ('mesure' as const) : null,

@@ -3,6 +3,7 @@ import type { Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
 import type { Dataset } from '../platform/sandbox.ts';
+import { absenceSource } from '../couverture.ts';
 import { drapeaux, QualiteSchema, servedFromDataset } from '../qualite.ts';
 import { SEUIL_CONFIANCE } from './prix.ts';
 import { communeDuCodePostal } from './ventes.ts';
@@ -138,6 +139,12 @@ async function lireSecteur(db: Queryable, dataset: Dataset, cp: string, nom: str
     '« Ni en vente » n’est pas vérifié sur les annonces (aucune détenue) : seules les adresses vendues depuis le DPE (DVF) sont écartées.',
   ];
   if (!r?.calcule_le) limites.unshift('Aucun agrégat calculé pour ces données : importer DPE et DVF.');
+  else if (!r.dpe_recents) {
+    limites.unshift(
+      (await absenceSource(db, dataset, 'dpe', departement)) ??
+        `Aucun DPE individuel d’une adresse du ${cp} établi dans les ${FENETRE_JOURS} jours avant le ${r.reference_le ?? 'DPE le plus récent'}.`,
+    );
+  }
   return {
     cp,
     commune: nom,

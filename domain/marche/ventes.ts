@@ -1,14 +1,15 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { defineOperation, type OperationContext } from '../catalogue.ts';
-import { communeByCode, toutesLesCommunes, type Commune } from '../communes.ts';
-import { absenceDvf, departementOf } from '../dvf/mutation.ts';
+import { type Commune, communeByCode, departementOf, toutesLesCommunes } from '../communes.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Qualite } from '../qualite.ts';
+import { raisonSansPrix } from './indicateurs.ts';
 import { lirePrix, type LignePrix, type TypeLogement } from './agregats.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import { SEUIL_CONFIANCE, SOURCE_DVF } from './prix.ts';
+import { absenceDvf } from '../couverture.ts';
 
 /** ventes_commune: DVF volumes and prices of a commune by quarter and year, and its sales velocity. */
 
@@ -205,9 +206,7 @@ async function servir(
     ? { par_trimestre: [], par_annee: [], velocite: [] }
     : ventesDe(lignes, type, millesimes.completes, millesimes.donneesDu);
   if (absence) limites.unshift(absence);
-  else if (lignes.length === 0) {
-    limites.unshift(`Aucune vente DVF de logement dans cette commune sur les millésimes détenus.`);
-  }
+  else if (lignes.length === 0) limites.unshift(await raisonSansPrix(db, dataset, insee));
   let vitesse: VentesCommune['velocite'] = null;
   if (velocite.length > 0) {
     const premiere = velocite[0];

@@ -2,10 +2,12 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { adresseConnue } from '../adresses/resoudre.ts';
 import { defineOperation, type OperationContext } from '../catalogue.ts';
+import { absenceSource } from '../couverture.ts';
 import { jour } from '../entrees.ts';
 import { ApiError } from '../errors.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau } from '../qualite.ts';
 import type { Dataset } from '../platform/sandbox.ts';
+import { departementOf } from '../communes.ts';
 
 /**
  * permis_adresse: the authorisations of the national permits database (Sitadel) at a BAN number or on a cadastral
@@ -126,6 +128,7 @@ const PermisOutput = z.object({
   insee: z.string(),
   parcelles: z.array(z.string()).describe('Parcelles lues : celles du numéro BAN, ou la parcelle demandée.'),
   permis: z.array(PermisSchema).describe('Les plus récentes d’abord.'),
+  limites: z.array(z.string()).describe('Pourquoi la liste est vide : Sitadel non importé là, ou aucune autorisation.'),
   qualite: QualiteSchema,
 });
 type PermisSortie = z.infer<typeof PermisOutput>;
@@ -335,13 +338,23 @@ async function lire(
   return rows;
 }
 
-function sortie(
+async function sortie(
+  db: Queryable,
+  dataset: Dataset,
   base: Pick<PermisSortie, 'cle_ban' | 'id_parcelle' | 'insee' | 'parcelles'>,
   rows: PermisRow[],
+  depuisLe: string | null,
   aujourdhui: string,
-): PermisSortie {
+): Promise<PermisSortie> {
   const permis = rows.slice(0, MAX_PERMIS).map((r) => itemDe(r, aujourdhui));
-  return { ...base, permis, qualite: qualiteDe(permis, rows.length > MAX_PERMIS, aujourdhui) };
+  const limites =
+    permis.length > 0
+      ? []
+      : [
+          (await absenceSource(db, dataset, 'permis', departementOf(base.insee))) ??
+            `Aucune autorisation Sitadel ne cite ${base.cle_ban ? 'ce numéro ni ses parcelles' : 'cette parcelle'}${depuisLe ? ` depuis le ${depuisLe}` : ''}.`,
+        ];
+  return { ...base, permis, limites, qualite: qualiteDe(permis, rows.length > MAX_PERMIS, aujourdhui) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -389,8 +402,10 @@ export const permisAdresse = defineOperation({
       );
     }
     const parcelles = a.parcelles ?? [];
-    const lues = await lire(db, dataset, a.cle_ban, parcelles, entree.depuis ?? null);
-    return sortie({ cle_ban: a.cle_ban, id_parcelle: null, insee: a.insee, parcelles }, lues, aujourdHui(ctx));
+    const depuisLe = entree.depuis ?? null;
+    const lues = await lire(db, dataset, a.cle_ban, parcelles, depuisLe);
+    const base = { cle_ban: a.cle_ban, id_parcelle: null, insee: a.insee, parcelles };
+    return sortie(db, dataset, base, lues, depuisLe, aujourdHui(ctx));
   }),
 });
 
@@ -403,6 +418,8 @@ export const permisParcelle = defineOperation({
   handler: servedFromDataset(async (entree, ctx, dataset) => {
     const lues = await lire(ctx.services.db, dataset, null, [entree.id_parcelle], null);
     return sortie(
+      ctx.services.db,
+      dataset,
       {
         cle_ban: null,
         id_parcelle: entree.id_parcelle,
@@ -410,6 +427,7 @@ export const permisParcelle = defineOperation({
         parcelles: [entree.id_parcelle],
       },
       lues,
+      null,
       aujourdHui(ctx),
     );
   }),
