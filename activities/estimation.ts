@@ -1,17 +1,17 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../db/client.ts';
-import {
-  affiner,
-  chargerPhotos,
-  demanderAuModele,
-  PhotosRefusees,
-  repli,
-  verifierReponse,
-  type ChampsClient,
-  type PhotoPreparee,
-} from '../domain/estimation/affinage.ts';
+import { affiner, demanderAuModele, repli, verifierReponse, type ChampsClient } from '../domain/estimation/affinage.ts';
 import { estimer, type EstimationSortie } from '../domain/estimation/operations.ts';
+import {
+  chargerPhotos,
+  createLimiteurParCle,
+  DECODAGES_PAR_ORGANISATION,
+  PhotosRefusees,
+  type LimiteurParCle,
+  type PhotoPreparee,
+} from '../domain/estimation/photos.ts';
 import { ApiError } from '../domain/errors.ts';
+import { chargeCalls } from '../domain/platform/rate-limit.ts';
 import { servedSource } from '../domain/qualite.ts';
 import { completeTask, failTask, markRunning } from '../domain/taches/taches.ts';
 import { ModelError, type Model } from '../lib/model.ts';
@@ -25,6 +25,8 @@ export interface EstimationActivityDeps {
   modelSlot: Semaphore;
   /** The model sees images; false: photos are not fetched, and `vision` says why. Default true. */
   modelSeesImages?: boolean;
+  /** Photo decodings at once per organisation (default: DECODAGES_PAR_ORGANISATION per activities instance). */
+  decodages?: LimiteurParCle;
 }
 
 // Fixed messages: they become `affinage.raison`, and a model server's own error text may quote the request.
@@ -46,6 +48,7 @@ type EntreeAffinee = ChampsClient & { photos?: string[]; adresse?: string; insee
 export function createEstimationActivities(deps: EstimationActivityDeps) {
   const { db } = deps;
   const vision = deps.modelSeesImages ?? true;
+  const decodages = deps.decodages ?? createLimiteurParCle(DECODAGES_PAR_ORGANISATION);
 
   return {
     /** The deterministic estimate, as estimer_bien computes it; its refusals are the task's failure. */
@@ -81,7 +84,12 @@ export function createEstimationActivities(deps: EstimationActivityDeps) {
       try {
         let photos: PhotoPreparee[] = [];
         if (vision && urls.length > 0) {
-          photos = await chargerPhotos(urls, { outbound: deps.outbound, signal: context.cancellationSignal });
+          photos = await chargerPhotos(urls, {
+            outbound: deps.outbound,
+            organisationId: task.organisation_id,
+            decodages,
+            signal: context.cancellationSignal,
+          });
         }
         const reponse = await deps.modelSlot(() =>
           demanderAuModele({
@@ -115,6 +123,12 @@ export function createEstimationActivities(deps: EstimationActivityDeps) {
       } catch (error) {
         if (error instanceof ApplicationFailure) throw error;
         if (error instanceof PhotosRefusees) {
+          // The customer reads the refusal; why each host was unreachable is for us alone.
+          context.log.warn('Photos refusées', { tache: tacheId, detail: error.journal });
+          // Nothing is debited, but the fetching and decoding weigh in the organisation's per-minute rate.
+          await chargeCalls(db, task.organisation_id, error.appels).catch((cause: unknown) =>
+            context.log.warn('Quota par minute non imputé', { tache: tacheId, erreur: String(cause) }),
+          );
           throw ApplicationFailure.create({ type: 'photo_invalide', message: error.message, nonRetryable: true });
         }
         if (error instanceof ModelError) throw modelFailure(error, MODEL_MESSAGES[error.kind]);

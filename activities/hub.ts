@@ -4,10 +4,15 @@ import { transaction, type Db } from '../db/client.ts';
 import { lireMemoire, lireProfil } from '../domain/compte/operations.ts';
 import { ApiError } from '../domain/errors.ts';
 import {
+  APPELS_PAR_QUESTION,
+  APPELS_PAR_TOUR,
+  appuyeParLUtilisateur,
   choisirOutils,
   FIL_VU,
+  liensDe,
   messageSysteme,
   messagesDuFil,
+  OUTIL_MEMOIRE,
   questionsOuvertes,
   resultatPourModele,
   sourcesDe,
@@ -50,6 +55,53 @@ export interface HubDeps {
   outils: (cleId: string) => Promise<ModelTool[]>;
   /** Why a tool the question was not offered is refused: the code a direct call would get, and its detail. */
   refus: (cleId: string, tool: string, autorises: string[] | null) => Promise<{ code: string; detail: string }>;
+  /** Whether a tool writes, and whether its output holds text a third party wrote. */
+  nature: (tool: string) => { ecrit: boolean; texteTiers: boolean };
+}
+
+type Erreur = { code: string; detail: string };
+
+const ecritureApresTiers = (outil: string): Erreur => ({
+  code: 'portee_insuffisante',
+  detail: `« ${outil} » écrit : après la lecture d’un texte écrit par un tiers (avis, document…), la question n’écrit plus rien ; l’utilisateur peut le demander dans une nouvelle question.`,
+});
+
+/**
+ * Why a call the model asks for is not run, beyond what a direct call would be refused for: the bounds of a turn
+ * and of a question, a write after third-party text was read, a link or a fact the asker did not give.
+ */
+function garde(
+  deps: HubDeps,
+  appel: { outil: string; entree: unknown; rang: number },
+  q: { dejaFaits: number; tiersLu: boolean; paroles: string },
+): Erreur | null {
+  if (appel.rang > APPELS_PAR_TOUR || q.dejaFaits + appel.rang > APPELS_PAR_QUESTION) {
+    return {
+      code: 'portee_insuffisante',
+      detail: `Au plus ${APPELS_PAR_TOUR} appels par tour et ${APPELS_PAR_QUESTION} par question : cet appel n’est pas fait ; conclus avec ce que les outils ont donné.`,
+    };
+  }
+  if (q.tiersLu && deps.nature(appel.outil).ecrit) return ecritureApresTiers(appel.outil);
+  const lien = liensDe(appel.entree).find((l) => !q.paroles.includes(l));
+  if (lien) {
+    return {
+      code: 'portee_insuffisante',
+      detail: `Le lien « ${lien.slice(0, 200)} » n’est pas dans les messages de l’utilisateur : le Hub ne suit que les liens qu’il a donnés.`,
+    };
+  }
+  if (appel.outil === OUTIL_MEMOIRE) {
+    const faits = (appel.entree as { faits?: unknown }).faits;
+    const etranger = Array.isArray(faits)
+      ? faits.find((f) => typeof f === 'string' && !appuyeParLUtilisateur(f, q.paroles))
+      : undefined;
+    if (typeof etranger === 'string') {
+      return {
+        code: 'portee_insuffisante',
+        detail: `Le fait « ${etranger.slice(0, 200)} » n’est pas dans les messages de l’utilisateur (ses chiffres, ses mots) : le Hub ne retient que ce que l’utilisateur a écrit.`,
+      };
+    }
+  }
+  return null;
 }
 
 interface Question {
@@ -274,13 +326,23 @@ export function createHubActivities(deps: HubDeps) {
           });
         }
       }
-      const outils = choisirOutils(candidats, demande.question, conversation.contexte, demande.outilsAutorises);
+      // Text a third party wrote, read by this question's calls or by the thread's earlier answers: from then on the
+      // model is offered nothing that writes.
+      const tiersLu =
+        appels.some((a) => !a.erreur && deps.nature(a.outil).texteTiers) ||
+        fil.rows.some((m) => (m.outils ?? []).some((o) => deps.nature(o.nom).texteTiers));
+      const offrables = tiersLu ? candidats.filter((t) => !deps.nature(t.name).ecrit) : candidats;
+      const outils = choisirOutils(offrables, demande.question, conversation.contexte, demande.outilsAutorises);
+      // The question's calls are all made: the model answers with what it has.
+      const conclureIci = args.conclure || appels.length >= APPELS_PAR_QUESTION;
+      // What the asker wrote: the question and the thread's user messages, where links and facts must come from.
+      const paroles = [...fil.rows.filter((m) => m.role === 'user').map((m) => m.contenu), demande.question].join('\n');
       let joue;
       try {
         joue = await deps.model.converse({
           messages,
           tools: outils,
-          toolsAllowed: !args.conclure,
+          toolsAllowed: !conclureIci,
           // The question's deadline cancels its turn.
           signal: Context.current().cancellationSignal,
         });
@@ -288,7 +350,7 @@ export function createHubActivities(deps: HubDeps) {
         throw echecModele(error);
       }
       // A model asked to conclude that still calls tools is not obeyed: its text is the answer.
-      const demandes = args.conclure ? [] : joue.toolCalls;
+      const demandes = conclureIci ? [] : joue.toolCalls;
       if (demandes.length === 0 && !joue.content?.trim()) {
         throw ApplicationFailure.create({ type: 'modele_indisponible', message: 'Modèle : réponse vide.' });
       }
@@ -308,8 +370,15 @@ export function createHubActivities(deps: HubDeps) {
       };
       // Arguments are checked here, before anything runs: a tool the question was not offered, or arguments that
       // are not a JSON object, come back to the model as the call's error, never run, never billed.
+      // A write asked for after third-party text was read is refused for that reason, whatever else would refuse it.
       const refus = await Promise.all(
-        demandes.map((c) => (offerts.has(c.name) ? null : deps.refus(qui.cleId, c.name, demande.outilsAutorises))),
+        demandes.map((c) =>
+          offerts.has(c.name)
+            ? null
+            : tiersLu && deps.nature(c.name).ecrit
+              ? ecritureApresTiers(c.name)
+              : deps.refus(qui.cleId, c.name, demande.outilsAutorises),
+        ),
       );
       const lignes = demandes.map((c, i) => {
         let entree: unknown = null;
@@ -324,6 +393,7 @@ export function createHubActivities(deps: HubDeps) {
             erreur = { code: 'parametres_invalides', detail: 'Arguments : un objet JSON est attendu.' };
           }
         }
+        erreur ??= garde(deps, { outil: c.name, entree, rang: i + 1 }, { dejaFaits: appels.length, tiersLu, paroles });
         return { rang: i + 1, appel_id: c.id, outil: c.name, entree: entree ?? {}, erreur };
       });
       // The turn and its calls in one statement (atomic as such): written once, by whichever attempt comes first.

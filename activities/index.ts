@@ -37,7 +37,7 @@ export interface ActivityDeps {
   /** The model reads images (documents' pictures, scanned pages); false: they are said unread in `limites`. */
   modelSeesImages?: boolean;
   /** The operations the Hub's questions call, through the pipeline (absent: its tool calls fail, said). */
-  hub?: Pick<HubDeps, 'invoke' | 'outils' | 'refus'>;
+  hub?: Pick<HubDeps, 'invoke' | 'outils' | 'refus' | 'nature'>;
 }
 
 /** Failures of the domain become Temporal failures whose type is the task's stable `erreur.code`. */
@@ -87,6 +87,7 @@ export function createActivities(deps: ActivityDeps) {
       refus:
         deps.hub?.refus ??
         (async (_cleId, tool) => ({ code: 'ressource_absente', detail: `Aucun outil « ${tool} » pour le Hub.` })),
+      nature: deps.hub?.nature ?? (() => ({ ecrit: true, texteTiers: true })),
     }),
     ...createModelesActivities({ db: deps.db }),
   };

@@ -207,6 +207,11 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
    */
   task?: boolean;
   /**
+   * Runs on the task engine (`services.tasks`), like a task, though it answers in one request: where there is no
+   * engine (the worker's own pipeline, which the Hub's tools go through) it can only refuse, so it is not offered.
+   */
+  needsTaskEngine?: boolean;
+  /**
    * The operation settles its own credits, exactly once whatever the retries (a Hub question: its price and its
    * tools', by the workflow that answers it), and its output carries the `credits` block: the pipeline neither
    * bills nor adds one. Tasks do so too.
@@ -226,6 +231,12 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
    * element the operation's flat input, each served and billed as its own call (api/lots.ts).
    */
   lot?: boolean;
+  /**
+   * The output carries text that neither the service computed nor the caller wrote (reviews, documents, rule
+   * quotations, company names, listing descriptions): text that may hold instructions. After the Hub's model has read
+   * one, the question is no longer offered a tool that writes (domain/hub/agent.ts).
+   */
+  texteTiers?: boolean;
   /** Error codes specific to this operation, documented in its description (the common set is always documented). */
   errors?: ErrorCode[];
   handler: (input: z.output<S>, ctx: OperationContext) => Promise<O>;

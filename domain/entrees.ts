@@ -80,36 +80,112 @@ function simple(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-/** Every place of `value` (texts, keys, numbers, at any depth) that `refuse` refuses, as zod issues. */
-function refus(
-  value: unknown,
-  refuse: { texte?: (t: string) => string | null; nombre?: (n: number) => string | null },
-  path: PropertyKey[] = [],
-): z.core.$ZodIssue[] {
-  const issue = (message: string, input: unknown): z.core.$ZodIssue[] => [{ code: 'custom', path, message, input }];
-  if (typeof value === 'string') {
-    const message = refuse.texte?.(value);
-    return message ? issue(message, value) : [];
-  }
-  if (typeof value === 'number') {
-    const message = refuse.nombre?.(value);
-    return message ? issue(message, value) : [];
-  }
-  if (Array.isArray(value)) return value.flatMap((item, i) => refus(item, refuse, [...path, i]));
-  if (!simple(value)) return [];
-  return Object.entries(value).flatMap(([key, item]) => {
-    const message = refuse.texte?.(key);
-    if (message) return [{ code: 'custom', path: [...path, key], message, input: key } as z.core.$ZodIssue];
-    return refus(item, refuse, [...path, key]);
-  });
+/**
+ * The deepest an input may nest its objects and lists (the input itself is the first level). Every operation's input
+ * is a few levels deep; a deeper one is refused before any schema reads it, so that no code that walks it, ours or a
+ * library's, has to be written for a depth only an attacker sends (a body of 1 Mio can nest 500 000 lists).
+ */
+export const PROFONDEUR_MAX = 32;
+
+/** What `refus` refuses: texts, numbers, and objects or lists nested deeper than `profondeur`. */
+interface Regles {
+  texte?: (t: string) => string | null;
+  nombre?: (n: number) => string | null;
+  profondeur?: number;
+}
+
+/** A place in an input, as a chain back to the input itself: its path is only built when something there is refused. */
+interface Lieu {
+  cle: PropertyKey;
+  parent: Lieu | null;
+}
+
+function chemin(lieu: Lieu | null): PropertyKey[] {
+  const path: PropertyKey[] = [];
+  for (let l = lieu; l; l = l.parent) path.push(l.cle);
+  return path.reverse();
+}
+
+/** An object or a list being walked: its keys (null for a list), the next to read, where it is, its level. */
+interface Cadre {
+  valeur: Record<string, unknown> | unknown[];
+  cles: string[] | null;
+  suivant: number;
+  lieu: Lieu | null;
+  niveau: number;
 }
 
 /**
- * Parses an input with `schema` under the rules above: texts that PostgreSQL or JSON cannot hold are refused before
- * the schema reads them, numbers that cannot be computed with after it has (a number may come from text).
+ * Every place of `value` (texts, keys, numbers, at any depth) that `regles` refuses, as zod issues, in the order of
+ * the document. A walk with a stack of its own, not a recursion: no input can exhaust the call stack here, whatever
+ * its depth. Past `regles.profondeur`, the walk stops with that one refusal, on the input's field that holds the
+ * excess (its full path could be as long as the body).
+ */
+function refus(value: unknown, regles: Regles): z.core.$ZodIssue[] {
+  const issues: z.core.$ZodIssue[] = [];
+  const pile: Cadre[] = [];
+  const refuse = (lieu: Lieu | null, message: string, input: unknown) =>
+    issues.push({ code: 'custom', path: chemin(lieu), message, input });
+  /** Reads one value; false when it is nested too deep, which ends the walk. */
+  const lire = (v: unknown, lieu: Lieu | null, niveau: number): boolean => {
+    if (typeof v === 'string') {
+      const message = regles.texte?.(v);
+      if (message) refuse(lieu, message, v);
+      return true;
+    }
+    if (typeof v === 'number') {
+      const message = regles.nombre?.(v);
+      if (message) refuse(lieu, message, v);
+      return true;
+    }
+    const liste = Array.isArray(v);
+    if (!liste && !simple(v)) return true;
+    if (regles.profondeur !== undefined && niveau > regles.profondeur) return false;
+    pile.push({ valeur: v, cles: liste ? null : Object.keys(v), suivant: 0, lieu, niveau });
+    return true;
+  };
+  if (lire(value, null, 1)) {
+    while (pile.length > 0) {
+      const cadre = pile[pile.length - 1]!;
+      const { valeur, cles } = cadre;
+      const rang = cadre.suivant++;
+      if (rang >= (cles ?? (valeur as unknown[])).length) {
+        pile.pop();
+        continue;
+      }
+      const cle = cles ? cles[rang]! : rang;
+      const lieu: Lieu = { cle, parent: cadre.lieu };
+      if (cles) {
+        // A key is a text too; a refused key is the place's only refusal.
+        const message = regles.texte?.(cle as string);
+        if (message) {
+          refuse(lieu, message, cle);
+          continue;
+        }
+      }
+      if (lire((valeur as Record<PropertyKey, unknown>)[cle], lieu, cadre.niveau + 1)) continue;
+      const champ = chemin(lieu)[0]!;
+      return [
+        {
+          code: 'custom',
+          path: [champ],
+          message: `Imbrication trop profonde : ${regles.profondeur} niveaux d’objets et de listes au plus.`,
+          input: undefined,
+        },
+      ];
+    }
+  }
+  return issues;
+}
+
+/**
+ * Parses an input with `schema` under the rules above: nesting too deep and texts that PostgreSQL or JSON cannot hold
+ * are refused before the schema reads them, numbers that cannot be computed with after it has (a number may come
+ * from text). Every input passes here (HTTP, batches, MCP, the Hub's tool calls, the admin API): the one place of
+ * these rules.
  */
 export function lireEntree<S extends z.ZodType>(schema: S, raw: unknown): z.ZodSafeParseResult<z.output<S>> {
-  const textes = refus(raw, { texte: texteRefuse });
+  const textes = refus(raw, { texte: texteRefuse, profondeur: PROFONDEUR_MAX });
   if (textes.length > 0) return { success: false, error: new z.ZodError(textes) as z.ZodError<z.output<S>> };
   const parsed = schema.safeParse(raw);
   if (!parsed.success) return parsed;

@@ -513,6 +513,8 @@ export function createPipeline(deps: {
     },
     /** What a credential may call, without a call (the tools an MCP client is shown). */
     rights: auth.rights,
+    /** A call that is no operation (an MCP message other than a tool call), against the per-minute rate only. */
+    count: auth.count,
     /** Admin changes: keys and balances are read afresh. */
     forget: auth.forget,
     /** Stops what the pipeline runs in the background (the database's announcements, the purge of fingerprints). */

@@ -16,13 +16,32 @@ export class OutboundError extends Error {
   readonly reason: OutboundReason;
   /** HTTP status already received when the failure came after the headers (a body over the size cap). */
   readonly status: number | null;
+  /**
+   * For the server's logs only, never for a customer: what `message` deliberately does not say (the address a name
+   * resolved to, the resolver's or the socket's error code).
+   */
+  readonly detail: string;
 
-  constructor(reason: OutboundReason, message: string, extra: { status?: number; cause?: unknown } = {}) {
+  constructor(
+    reason: OutboundReason,
+    message: string,
+    extra: { status?: number; cause?: unknown; detail?: string } = {},
+  ) {
     super(message, { cause: extra.cause });
     this.name = 'OutboundError';
     this.reason = reason;
     this.status = extra.status ?? null;
+    this.detail = extra.detail ?? message;
   }
+}
+
+/**
+ * The one message for every host we will not or cannot reach: private, reserved or loopback address, a name that does
+ * not resolve or has no address, a connection refused or never established. Telling them apart would let a customer
+ * map our network (which internal names exist, which answer); the difference goes to `detail`, for our logs.
+ */
+export function unreachableMessage(host: string): string {
+  return `Connexion impossible : l’hôte « ${host} » n’est pas joignable (seules les adresses publiques d’Internet le sont, jamais une adresse privée, locale ou réservée).`;
 }
 
 export type SniffedType = 'pdf' | 'jpeg' | 'png' | 'webp' | 'json' | 'html' | 'text' | null;
@@ -52,8 +71,11 @@ export interface OutboundResponse {
 export interface OutboundHttp {
   /** One request, never redirected: a 3xx is returned as is. Throws `OutboundError`. */
   request(req: OutboundRequest): Promise<OutboundResponse>;
-  /** Checks a URL as `request` would (scheme, DNS, every address), without connecting. Throws `OutboundError`. */
-  checkUrl(url: string, options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * Checks a URL as `request` would (scheme, DNS, every address), without connecting. Throws `OutboundError`. With
+   * `resolve: false`, only what needs no name resolution: the scheme, credentials, a loopback name, a literal address.
+   */
+  checkUrl(url: string, options?: { timeoutMs?: number; resolve?: boolean }): Promise<void>;
 }
 
 export interface ResolvedAddress {
@@ -246,18 +268,15 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
   function vet(target: Target, address: string): void {
     const kind = classifyAddress(address);
     // The name as the caller wrote it, never what it resolves to: a refusal must not map our network for a customer.
-    const shown = `« ${target.host} »`;
     if (kind === 'interdite' || (kind === 'loopback' && !options.allowLoopback)) {
-      throw new OutboundError(
-        'adresse_interdite',
-        `L’hôte ${shown} est une adresse privée, locale ou réservée : seules les adresses publiques d’Internet sont joignables.`,
-      );
+      throw new OutboundError('adresse_interdite', unreachableMessage(target.host), {
+        detail: `« ${target.host} » : adresse ${address} (${kind}) refusée.`,
+      });
     }
     if (target.loopbackOnly && kind !== 'loopback') {
-      throw new OutboundError(
-        'schema_interdit',
-        `L’hôte ${shown} n’est pas local : http n’est accepté que vers la boucle locale, utilisez https.`,
-      );
+      throw new OutboundError('adresse_interdite', unreachableMessage(target.host), {
+        detail: `« ${target.host} » : http vers ${address}, qui n’est pas la boucle locale.`,
+      });
     }
   }
 
@@ -274,7 +293,12 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
         resolveName(target.host),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
-            () => reject(new OutboundError('dns', `Résolution de « ${target.host} » sans réponse en ${timeoutMs} ms.`)),
+            () =>
+              reject(
+                new OutboundError('dns', unreachableMessage(target.host), {
+                  detail: `« ${target.host} » : résolution sans réponse en ${timeoutMs} ms.`,
+                }),
+              ),
             timeoutMs,
           );
         }),
@@ -282,18 +306,37 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
     } catch (error) {
       if (error instanceof OutboundError) throw error;
       const code = (error as NodeJS.ErrnoException).code ?? 'erreur';
-      throw new OutboundError('dns', `Le nom d’hôte « ${target.host} » ne se résout pas (${code}).`, { cause: error });
+      throw new OutboundError('dns', unreachableMessage(target.host), {
+        cause: error,
+        detail: `« ${target.host} » ne se résout pas (${code}).`,
+      });
     } finally {
       clearTimeout(timer);
     }
-    if (addresses.length === 0) throw new OutboundError('dns', `Le nom d’hôte « ${target.host} » n’a aucune adresse.`);
+    if (addresses.length === 0) {
+      throw new OutboundError('dns', unreachableMessage(target.host), {
+        detail: `« ${target.host} » n’a aucune adresse.`,
+      });
+    }
     // Every address, not just the first: the connection may fall back to any of them.
     for (const { address } of addresses) vet(target, address);
     return addresses;
   }
 
-  async function checkUrl(url: string, checkOptions: { timeoutMs?: number } = {}): Promise<void> {
-    await resolveChecked(parseTarget(url), checkOptions.timeoutMs ?? DEFAULT_DNS_TIMEOUT_MS);
+  /** What can be refused without asking any resolver: a customer's name is only ever resolved to be reached. */
+  function checkOffline(target: Target): void {
+    if (isIP(target.host)) vet(target, target.host);
+    else if (!options.allowLoopback && isLoopbackName(target.host)) {
+      throw new OutboundError('adresse_interdite', unreachableMessage(target.host), {
+        detail: `« ${target.host} » : nom de la boucle locale.`,
+      });
+    }
+  }
+
+  async function checkUrl(url: string, checkOptions: { timeoutMs?: number; resolve?: boolean } = {}): Promise<void> {
+    const target = parseTarget(url);
+    if (checkOptions.resolve === false) return checkOffline(target);
+    await resolveChecked(target, checkOptions.timeoutMs ?? DEFAULT_DNS_TIMEOUT_MS);
   }
 
   function request(req: OutboundRequest): Promise<OutboundResponse> {
@@ -303,7 +346,7 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
     let target: Target;
     try {
       target = parseTarget(req.url);
-      if (isIP(target.host)) vet(target, target.host);
+      checkOffline(target);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -318,7 +361,9 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
           const usable = wanted ? all.filter((a) => a.family === wanted) : all;
           if (usable.length === 0) {
             callback(
-              new OutboundError('dns', `Le nom d’hôte « ${target.host} » n’a pas d’adresse IPv${wanted}.`),
+              new OutboundError('dns', unreachableMessage(target.host), {
+                detail: `« ${target.host} » n’a pas d’adresse IPv${wanted}.`,
+              }),
               '',
               0,
             );
@@ -368,8 +413,14 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
       timers.push(
         setTimeout(() => fail(new OutboundError('delai', `Pas de réponse complète en ${timeoutMs} ms.`)), timeoutMs),
       );
+      // A connection never established reads as any other unreachable host: its time-out is often the resolver's.
       const connectTimer = setTimeout(
-        () => fail(new OutboundError('delai', `Connexion à « ${target.host} » non établie en ${connectTimeoutMs} ms.`)),
+        () =>
+          fail(
+            new OutboundError('connexion', unreachableMessage(target.host), {
+              detail: `« ${target.host} » : connexion non établie en ${connectTimeoutMs} ms.`,
+            }),
+          ),
         connectTimeoutMs,
       );
       timers.push(connectTimer);
@@ -425,13 +476,13 @@ export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
 
 function connectionError(host: string, error: NodeJS.ErrnoException): OutboundError {
   const code = error.code ?? error.message;
+  const detail = `« ${host} » : ${code}.`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME' || code === 'EAI_FAIL') {
-    return new OutboundError('dns', `Le nom d’hôte « ${host} » ne se résout pas (${code}).`, { cause: error });
+    return new OutboundError('dns', unreachableMessage(host), { cause: error, detail });
   }
+  // A certificate is only ever checked once a public address answered: saying so maps nothing.
   if (/CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/i.test(code)) {
-    return new OutboundError('connexion', `Certificat TLS de « ${host} » refusé (${code}).`, { cause: error });
+    return new OutboundError('connexion', `Certificat TLS de « ${host} » refusé (${code}).`, { cause: error, detail });
   }
-  return new OutboundError('connexion', `Connexion à « ${host} » impossible ou interrompue (${code}).`, {
-    cause: error,
-  });
+  return new OutboundError('connexion', unreachableMessage(host), { cause: error, detail });
 }

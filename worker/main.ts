@@ -37,7 +37,7 @@ const worker = await startWorker({
     model: modelFromConfig(config),
     outbound: services.outbound,
     modelConcurrency: config.MODEL_CONCURRENCY,
-    hub: outilsDuHub(pipeline, createOutils(OPERATIONS)),
+    hub: outilsDuHub(pipeline, createOutils(OPERATIONS), { taches: services.tasks !== undefined }),
   }),
 });
 console.log(`Worker à l’écoute de ${config.TEMPORAL_ADDRESS}`);

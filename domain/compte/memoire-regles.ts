@@ -1,4 +1,8 @@
 import { CATEGORIES_SENSIBLES, categorieSensible, type CategorieSensible } from './donnees-sensibles.ts';
+import { AVANT_UN_LIEU, reperesCoordonnees, type SorteCoordonnee } from './masquage.ts';
+
+/** Texts served to others are masked by `masquage.ts`; re-exported for the callers that know it from here. */
+export { masquerCoordonnees } from './masquage.ts';
 
 /**
  * Rules of the account memory, shared by POST /compte/memoire and the Hub: what a fact is once normalised (for
@@ -59,6 +63,8 @@ export const MOTIFS_REFUS: Record<CategorieRefus, string> = {
 interface Vues {
   casse: string;
   plie: string;
+  /** The contacts the one masking of contacts finds in the text as written (domain/compte/masquage.ts). */
+  contacts: SorteCoordonnee[];
 }
 
 function sansAccents(texte: string): string {
@@ -76,7 +82,7 @@ function sansAccents(texte: string): string {
 
 function vues(texte: string): Vues {
   const casse = sansAccents(texte);
-  return { casse, plie: casse.toLowerCase() };
+  return { casse, plie: casse.toLowerCase(), contacts: reperesCoordonnees(texte).map((c) => c.sorte) };
 }
 
 /** The text as stored and shown: whitespace collapsed, trimmed, wording and case kept. */
@@ -178,10 +184,6 @@ function securiteSociale({ plie }: Vues): boolean {
 // ---------------------------------------------------------------------------------------------------------------
 // Contact details.
 
-const TELEPHONE_FR = /(?:(?<![\d+])(?:\+|00)33[ .-]?(?:\(0\)[ .-]?)?|(?<![\d,.])0)[1-9](?:[ .-]?\d{2}){4}(?![\d])/;
-const TELEPHONE_INTERNATIONAL = /(?<![\d])\+(?!33)\d{1,3}[ .-]?\d(?:[ .-]?\d){6,12}(?![\d])/;
-const COURRIEL = /[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/;
-
 const NUMERO_DE_VOIE = String.raw`\b\d{1,4} ?(?:bis|ter)?,? (?:rue|avenue|av|boulevard|bd|chemin|impasse|allee|place|quai|route|cours|square|passage|lotissement|residence|voie|sentier|cite|hameau|lieu-dit|lieudit|rond-point|esplanade|promenade|villa|parvis|faubourg|mail)\b`;
 const MARQUEUR_DOMICILE = String.raw`\b(?:j'habite|habite|habitons|habitent|habitez|habitait|je vis|vivons|vit|vivent|je reside|reside|residons|domiciliee?s?|domicile|demeurant|demeure|mon adresse|notre adresse|son adresse|leur adresse|adresse personnelle|(?:ma|notre|sa|leur) residence principale|chez moi|chez nous|chez (?:mon|ma|mes|lui|elle|eux))\b`;
 const ADRESSE_DE_PERSONNE = new RegExp(
@@ -213,33 +215,12 @@ const CIVILITE = new RegExp(
   `(?<![A-Za-z])(?:M\\.|MM\\.|Mr\\.?|Mrs\\.?|Mme\\.?|Mmes|Mlle\\.?|Mlles|[Mm]onsieur|[Mm]adame|[Mm]ademoiselle|[Mm]aitre|Me|Dr\\.?|[Dd]octeur|Pr\\.?|[Pp]rofesseur) ${NOM}`,
   'g',
 );
-/** "rue du Docteur Roux", "lycée Professeur Calmette": a civility inside a place name names no one we talk about. */
-const AVANT_UN_LIEU =
-  /(?:^|\s)(?:rue|avenue|av\.?|bd|boulevard|place|allee|impasse|quai|square|cours|chemin|pont|lycee|college|ecole|hopital|clinique|centre|institut|residence|stade|parc|groupe scolaire|station|metro|gare)(?: (?:du|de la|de l'|des|de))? ?$/i;
-
 function tiersNomme({ casse }: Vues): boolean {
   if (RELATION_PUIS_NOM.test(casse) || NOM_PUIS_RELATION.test(casse)) return true;
   for (const m of casse.matchAll(CIVILITE)) {
     if (!AVANT_UN_LIEU.test(casse.slice(Math.max(0, m.index - 25), m.index))) return true;
   }
   return false;
-}
-
-/** The civility pattern on a text as written (accents, capitals): "Mme Dupré" whole, not "Mme Dupr". */
-const CIVILITE_ECRITE = new RegExp(CIVILITE.source.replaceAll("[A-Z][A-Za-z'-]+", "\\p{Lu}[\\p{L}'-]+"), 'gu');
-
-/**
- * A text served to others as written, but with its e-mail addresses, telephone numbers and civility-prefixed names
- * (« Mme Dupré », not « rue du Docteur Roux ») replaced by a mark: the same patterns that keep them out of the memory.
- */
-export function masquerCoordonnees(texte: string): string {
-  return texte
-    .replace(new RegExp(COURRIEL.source, 'gi'), '[courriel masqué]')
-    .replace(new RegExp(TELEPHONE_FR.source, 'g'), '[téléphone masqué]')
-    .replace(new RegExp(TELEPHONE_INTERNATIONAL.source, 'g'), '[téléphone masqué]')
-    .replace(CIVILITE_ECRITE, (nom: string, debut: number, tout: string) =>
-      AVANT_UN_LIEU.test(tout.slice(Math.max(0, debut - 25), debut)) ? nom : '[nom masqué]',
-    );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -250,8 +231,9 @@ const REGLES: { categories: readonly CategorieRefus[]; trouve: (v: Vues) => Cate
   si('bancaire', bancaire),
   si('secret', ({ plie }) => SECRET.test(plie)),
   { categories: CATEGORIES_SENSIBLES, trouve: ({ plie }) => categorieSensible(plie) },
-  si('courriel', ({ plie }) => COURRIEL.test(plie)),
-  si('telephone', ({ plie }) => TELEPHONE_FR.test(plie) || TELEPHONE_INTERNATIONAL.test(plie)),
+  si('courriel', ({ contacts }) => contacts.includes('courriel')),
+  // A messaging link (wa.me, t.me) reaches the person as a telephone does.
+  si('telephone', ({ contacts }) => contacts.includes('telephone') || contacts.includes('contact_web')),
   si('adresse_postale', ({ plie }) => ADRESSE_DE_PERSONNE.test(plie) || ADRESSE_DECLAREE.test(plie)),
   si('tiers_nomme', tiersNomme),
 ];

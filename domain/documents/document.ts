@@ -4,7 +4,7 @@
  * with contact details masked, and the widths of table columns. Pure logic: no I/O, no clock (the date of the day is
  * passed in).
  */
-import { coordonneesDans } from '../compte/memoire-regles.ts';
+import { MARQUES, reperesCoordonnees } from '../compte/masquage.ts';
 
 export const DOCUMENT_TYPES = ['rapport', 'lettre', 'compte_rendu', 'checklist', 'note', 'comparatif'] as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[number];
@@ -461,68 +461,20 @@ export function countToComplete(doc: DocumentSource): number {
   return count;
 }
 
+/** The documents' own wording of the masks (the shared detection, domain/compte/masquage.ts, writes others). */
 export const MASKS = { telephone: '[téléphone masqué]', courriel: '[e-mail masqué]' } as const;
 
-/** A telephone needs nine digits, an e-mail an @: texts with neither are left alone without a closer look. */
-const MAY_HOLD_CONTACT = /@|\d(?:\D{0,3}\d){8}/;
-/** A telephone written with spaces spans up to eight words ("+44 20 7946 0958", "06 12 34 56 78"). */
-const WINDOW = 8;
-
-function contactAt(text: string): 'telephone' | 'courriel' | null {
-  const found = coordonneesDans(text);
-  return found?.categorie === 'telephone' || found?.categorie === 'courriel' ? found.categorie : null;
-}
-
 /**
- * Telephones and e-mail addresses replaced by a mention. The account memory's own detector decides what is a
- * contact; this finds where it is: the shortest run of words that holds one, then trimmed of the punctuation around.
+ * Telephones, e-mail addresses and messaging contacts replaced by a mention, as the one masking of contacts finds
+ * them (domain/compte/masquage.ts): names are the client's own words in a document it writes, and are kept.
  */
 export function maskContacts(text: string): string {
-  if (!MAY_HOLD_CONTACT.test(text)) return text;
-  const words = [...text.matchAll(/\S+/g)].map((m) => ({
-    start: m.index,
-    end: m.index + m[0].length,
-    at: m[0].includes('@'),
-    digits: m[0].replace(/\D/g, '').length,
-  }));
-  // Only a run of words with an @ or nine digits can hold a contact: the detector is asked about no other.
-  const mayHold = (i: number, j: number) => {
-    let digits = 0;
-    for (let k = i; k <= j; k++) {
-      if (words[k].at) return true;
-      digits += words[k].digits;
-    }
-    return digits >= 9;
-  };
-  const spans: Array<{ start: number; end: number; kind: 'telephone' | 'courriel' }> = [];
-  let i = 0;
-  while (i < words.length) {
-    let last = -1;
-    for (let j = i; j < Math.min(words.length, i + WINDOW); j++) {
-      if (mayHold(i, j) && contactAt(text.slice(words[i].start, words[j].end))) {
-        last = j;
-        break;
-      }
-    }
-    if (last < 0) {
-      i++;
-      continue;
-    }
-    let first = last;
-    while (first > i && !contactAt(text.slice(words[first].start, words[last].end))) first--;
-    let start = words[first].start;
-    let end = words[last].end;
-    const kind = contactAt(text.slice(start, end))!;
-    while (end - start > 1 && /[^\p{L}\p{N}]/u.test(text[end - 1]) && contactAt(text.slice(start, end - 1))) end--;
-    while (end - start > 1 && /[^\p{L}\p{N}+]/u.test(text[start]) && contactAt(text.slice(start + 1, end))) start++;
-    spans.push({ start, end, kind });
-    i = last + 1;
-  }
   let out = '';
   let at = 0;
-  for (const span of spans) {
-    out += text.slice(at, span.start) + MASKS[span.kind];
-    at = span.end;
+  for (const c of reperesCoordonnees(text)) {
+    if (c.sorte === 'nom') continue;
+    out += text.slice(at, c.debut) + (c.sorte === 'contact_web' ? MARQUES.contact_web : MASKS[c.sorte]);
+    at = c.fin;
   }
   return out + text.slice(at);
 }

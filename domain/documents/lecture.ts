@@ -18,10 +18,10 @@ import { z } from 'zod';
 import type { Qualite } from '../qualite.ts';
 import type { Model, ModelPart } from '../../lib/model.ts';
 import { OutboundError, sniffType, type OutboundHttp } from '../../lib/outbound-http.ts';
-import { coordonneesDans } from '../compte/memoire-regles.ts';
+import { masquerCoordonnees, reperesCoordonnees } from '../compte/masquage.ts';
 import { createQuotationIndex, quotationKey, type QuotationIndex } from '../plu/citations.ts';
 import { extractPages } from '../plu/pdf-text.ts';
-import { maskContacts } from './document.ts';
+import { MASKS } from './document.ts';
 
 /** Files per reading (spec: 1 to 5). */
 export const MAX_FICHIERS = 5;
@@ -242,10 +242,12 @@ async function fetchFile(url: string, champ: string, options: PrepareOptions): P
     if (error.reason === 'trop_lourd') {
       throw new InvalidDocument(champ, `Fichier plus lourd que ${mib(MAX_FILE_BYTES)} : il n’est pas lu.`);
     }
-    // A name that does not resolve, a refused connection or a slow server may do better a moment later.
-    const transient = error.reason === 'dns' || error.reason === 'connexion' || error.reason === 'delai';
+    // A name that does not resolve and a private address read the same to the client (one code, one message): the
+    // difference would map names it cannot reach. A refused connection or a slow server may do better a moment later.
+    const injoignable = error.reason === 'dns' || error.reason === 'adresse_interdite';
+    const transient = error.reason === 'connexion' || error.reason === 'delai';
     throw new InvalidDocument(champ, `Fichier inaccessible : ${error.message}`, {
-      code: transient ? 'document_inaccessible' : 'document_invalide',
+      code: injoignable || transient ? 'document_inaccessible' : 'document_invalide',
       retryable: transient,
     });
   }
@@ -471,54 +473,15 @@ function mib(bytes: number): string {
 
 export const MASK_NOM = '[nom masqué]';
 
-const CIVILITES = String.raw`(?:M\.|MM\.|Mr\.?|Mrs\.?|Mme\.?|Mmes\.?|Mlle\.?|Mlles\.?|Monsieur|Madame|Mademoiselle|Messieurs|Mesdames|Ma[iî]tre|Me|Dr\.?|Docteur|Pr\.?|Professeur)`;
-/** Capitalised words that open a clause or name a function, not a person: "M. Le Maire" is not masked, "M. Lebrun" is. */
-const PAS_UN_NOM = String.raw`(?!(?:Le|La|Les|L['’]|De|Du|Des|D['’]|En|Et|Au|Aux|Dans|Sur|Pour|Avec|Chez|Saint|Sainte|St|Ste|Mais|Je|Il|Elle|On|Nous|Vous|Ils|Elles|Maire|Préfet|Président|Présidente|Directeur|Directrice|Notaire)(?![\p{L}'’-]))`;
-/** A word of a name: capitalised, or an initial ("J."). */
-const MOT_DU_NOM = String.raw`\p{Lu}(?:\.|[\p{L}'’-]*)`;
-/** After a particle ("de La Fontaine", "d'Artagnan"), any capitalised word belongs to the name. */
-const PARTICULE = String.raw`(?:de\s+la|de\s+l['’]|de|du|des|d['’]|van|von)`;
-const MOT_SUIVANT = String.raw`(?:${PARTICULE}\s*${MOT_DU_NOM}|${PAS_UN_NOM}${MOT_DU_NOM})`;
-const NOM_CIVIL = new RegExp(
-  String.raw`(?<![\p{L}\p{N}])${CIVILITES}\s+${MOT_SUIVANT}(?:[\s-]+${MOT_SUIVANT}){0,3}`,
-  'gu',
-);
-const TELEPHONE_COLLE = /(?<![\d\p{L}])(?:(?:\+|00)33[\s.-]?(?:\(0\)[\s.-]?)?|0)[1-9](?:[\s.-]?\d{2}){4}(?!\d)/gu;
-/** "rue du Docteur Roux", "lycée Professeur Calmette": a civility in a place name names no one. */
-const AVANT_UN_LIEU =
-  /(?:^|[\s(])(?:rue|avenue|av\.?|bd|boulevard|place|all[ée]e|impasse|quai|square|cours|chemin|pont|lyc[ée]e|coll[èe]ge|[ée]cole|h[ôo]pital|clinique|centre|institut|r[ée]sidence|stade|parc|groupe scolaire|station|m[ée]tro|gare)(?:\s+(?:du|de la|de l['’]|des|de))?\s*$/iu;
-
 /**
- * A text with its telephones and e-mails (the account memory's detector, through `maskContacts`) and its
- * civility-prefixed names replaced by a mention. `count` is the number of replacements.
+ * A text with its telephones, e-mails, messaging contacts and civility-prefixed names replaced by a mention: the one
+ * masking of contacts (domain/compte/masquage.ts), in the documents' wording. `count` is the number of replacements.
  */
 export function maskPersonalData(text: string): { text: string; count: number } {
-  let count = 0;
-  let out = maskContacts(text);
-  count +=
-    (out.match(/\[(?:téléphone|e-mail) masqué\]/g) ?? []).length -
-    (text.match(/\[(?:téléphone|e-mail) masqué\]/g) ?? []).length;
-  // The detector leaves a number glued to punctuation ("Tél.0612345678"); an answer has no reason to carry one.
-  out = out.replace(TELEPHONE_COLLE, () => {
-    count += 1;
-    return '[téléphone masqué]';
-  });
-  out = out.replace(NOM_CIVIL, (match: string, offset: number, whole: string) => {
-    if (AVANT_UN_LIEU.test(whole.slice(Math.max(0, offset - 30), offset))) return match;
-    count += 1;
-    return MASK_NOM;
-  });
-  // The detector is the reference: whatever it still sees is masked bluntly rather than served.
-  if (coordonneesDans(out)) {
-    const blunt = (mention: string) => () => {
-      count += 1;
-      return mention;
-    };
-    out = out
-      .replace(/\S*@\S*/g, blunt('[e-mail masqué]'))
-      .replace(/\+?\d(?:[\s./()-]{0,2}\d){7,}/g, blunt('[téléphone masqué]'));
-  }
-  return { text: out, count };
+  return {
+    text: masquerCoordonnees(text, { courriel: MASKS.courriel, nom: MASK_NOM }),
+    count: reperesCoordonnees(text).length,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

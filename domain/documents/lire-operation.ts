@@ -80,6 +80,8 @@ function fieldOf(detail: string): { champ: string; message: string } {
 
 export const lireDocument = defineOperation({
   tool: 'lire_document',
+  needsTaskEngine: true,
+  texteTiers: true,
   method: 'POST',
   // POST for its body of files; nothing is kept.
   effect: 'lecture',
@@ -123,7 +125,7 @@ Décisions :
       input.fichiers.map(async (file, i) => {
         if (file.url !== undefined) {
           const champ = `fichiers[${i}].url`;
-          await ctx.services.outbound.checkUrl(file.url).catch((error: Error) => {
+          await ctx.services.outbound.checkUrl(file.url, { resolve: false }).catch((error: Error) => {
             erreurs.push({ champ, emplacement: 'corps', message: `Adresse refusée : ${error.message}` });
           });
         } else if (file.contenu_base64 !== undefined) {

@@ -394,6 +394,7 @@ const DESCRIPTION = `Sociétés civiles domiciliées à un numéro de la Base Ad
 
 export const societesCiviles = defineOperation({
   tool: 'societes_civiles',
+  texteTiers: true,
   method: 'GET',
   path: '/adresses/{cle_ban}/societes-civiles',
   summary: 'Sociétés civiles domiciliées à une adresse',

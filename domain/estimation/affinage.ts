@@ -2,15 +2,13 @@
  * The refinement of an estimate by a language model (estimer_bien_affine), kept in check by the server: the model
  * proposes `ajustements` lines and reads the photos (`vision`); the server keeps a line only when its nature is
  * known, its support is found in what the client wrote or in what the photos showed, and bounds its percentage by
- * its nature's interval and the total by a cap. Photos are fetched once, re-encoded without their metadata, given to
- * the model and forgotten: they are never written anywhere.
+ * its nature's interval and the total by a cap. The photos it reads are prepared by photos.ts.
  */
-import sharp from 'sharp';
 import { z } from 'zod';
 import type { Model, ModelPart } from '../../lib/model.ts';
-import { OutboundError, type OutboundHttp } from '../../lib/outbound-http.ts';
 import { PLAFOND_BAREME_PCT } from './bareme.ts';
 import type { EstimationSortie } from './operations.ts';
+import type { PhotoPreparee } from './photos.ts';
 
 /** A line of `ajustements`: the scale's natures and the model's. */
 export interface Ligne {
@@ -50,13 +48,6 @@ export const PLAFOND_TOTAL_PCT = 25;
 /** A support shorter than this (letters and digits, once normalised) grounds nothing: « bon » is in any text. */
 export const APPUI_MIN_CARACTERES = 4;
 
-export const MAX_PHOTOS = 12;
-/** 1.6 MB, in bytes, per photo as served (before re-encoding). */
-export const PHOTO_MAX_OCTETS = 1_600_000;
-/** Longest side of a photo as the model sees it. */
-export const PHOTO_COTE_MAX = 1024;
-const PHOTO_MAX_PIXELS = 40_000_000;
-const PHOTO_DELAI_MS = 10_000;
 /** The model's one call: the whole operation has 45 s, the deterministic estimate and the photos come first. */
 export const MODELE_DELAI_MS = 25_000;
 
@@ -147,95 +138,6 @@ function texteClient(c: ChampsClient, base: { valeur: number; prix_m2: number; c
     JSON.stringify(champs, null, 1),
     '<<<FIN CHAMPS>>>',
   ].join('\n');
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Photos.
-// ---------------------------------------------------------------------------------------------------------------------
-
-/** One refused photo: the request field and why. */
-export interface PhotoRefus {
-  champ: string;
-  message: string;
-}
-
-/** Photos that cannot be read: the request is refused field by field, nothing is debited. */
-export class PhotosRefusees extends Error {
-  readonly refus: PhotoRefus[];
-  constructor(refus: PhotoRefus[]) {
-    super(refus.map((r) => `${r.champ} : ${r.message}`).join('\n'));
-    this.name = 'PhotosRefusees';
-    this.refus = refus;
-  }
-}
-
-/** A photo as the model sees it: JPEG, at most PHOTO_COTE_MAX px, without metadata. Never written anywhere. */
-export interface PhotoPreparee {
-  mime: 'image/jpeg';
-  base64: string;
-}
-
-async function chargerPhoto(
-  url: string,
-  champ: string,
-  deps: { outbound: OutboundHttp; signal?: AbortSignal },
-): Promise<PhotoPreparee> {
-  const refus = (message: string) => Object.assign(new Error(message), { champ, refus: true });
-  let res;
-  try {
-    res = await deps.outbound.request({
-      method: 'GET',
-      url,
-      headers: { accept: 'image/jpeg, image/png, image/webp' },
-      maxBytes: PHOTO_MAX_OCTETS,
-      timeoutMs: PHOTO_DELAI_MS,
-      signal: deps.signal,
-    });
-  } catch (error) {
-    if (!(error instanceof OutboundError)) throw error;
-    if (error.reason === 'trop_lourd') {
-      throw refus(`Photo plus lourde que 1,6 Mo (${PHOTO_MAX_OCTETS.toLocaleString('fr-FR')} octets) : refusée.`);
-    }
-    throw refus(`Photo inaccessible : ${error.message}`);
-  }
-  if (res.status >= 300 && res.status < 400) {
-    throw refus(
-      `Le lien répond par une redirection (HTTP ${res.status}), qui n’est pas suivie : donnez le lien direct de l’image.`,
-    );
-  }
-  if (res.status !== 200) throw refus(`Photo inaccessible : le serveur a répondu HTTP ${res.status}.`);
-  if (res.sniffedType !== 'jpeg' && res.sniffedType !== 'png' && res.sniffedType !== 'webp') {
-    throw refus('Ce lien ne donne pas une image JPEG, PNG ou WebP (format reconnu aux octets, pas à l’extension).');
-  }
-  try {
-    // Upright by its EXIF orientation, then re-encoded: sharp writes no metadata unless asked (no EXIF, GPS, ICC).
-    const jpeg = await sharp(res.body, { limitInputPixels: PHOTO_MAX_PIXELS, failOn: 'error' })
-      .rotate()
-      .resize({ width: PHOTO_COTE_MAX, height: PHOTO_COTE_MAX, fit: 'inside', withoutEnlargement: true })
-      .flatten({ background: '#ffffff' })
-      .jpeg({ quality: 80 })
-      .toBuffer();
-    return { mime: 'image/jpeg', base64: jpeg.toString('base64') };
-  } catch {
-    throw refus('Image illisible (fichier corrompu, tronqué ou trop grand en pixels).');
-  }
-}
-
-/** Every photo fetched once, at once; any refused: all refusals together, nothing given to the model. */
-export async function chargerPhotos(
-  urls: string[],
-  deps: { outbound: OutboundHttp; signal?: AbortSignal },
-): Promise<PhotoPreparee[]> {
-  const faits = await Promise.allSettled(urls.map((url, i) => chargerPhoto(url, `photos[${i}]`, deps)));
-  const refus: PhotoRefus[] = [];
-  for (const fait of faits) {
-    if (fait.status === 'fulfilled') continue;
-    const e = fait.reason as Error & { champ?: string; refus?: boolean };
-    if (!e.refus) throw e;
-    refus.push({ champ: e.champ!, message: e.message });
-  }
-  if (refus.length > 0) throw new PhotosRefusees(refus);
-  return faits.map((f) => (f as PromiseFulfilledResult<PhotoPreparee>).value);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -12,9 +12,6 @@ import {
   APPUI_MIN_CARACTERES,
   BORNES_TEXTE,
   LIMITE_CHAMPS_TEXTE_NON_LUS,
-  MAX_PHOTOS,
-  PHOTO_COTE_MAX,
-  PHOTO_MAX_OCTETS,
   PLAFOND_TOTAL_PCT,
   repli,
   VisionSchema,
@@ -22,6 +19,17 @@ import {
 } from './affinage.ts';
 import { ajustementsBareme, BAREME_TEXTE, PLAFOND_BAREME_PCT, totalAjustements, type ClasseDpe } from './bareme.ts';
 import { modelesOperations } from './modeles.ts';
+import {
+  DECODAGES_PAR_ORGANISATION,
+  MAX_PHOTOS,
+  PHOTO_COTE_MAX,
+  PHOTO_MAX_OCTETS,
+  PHOTO_MAX_PIXELS,
+  PhotosRefusees,
+  PIXELS_PAR_APPEL,
+  verifierLiens,
+  type PhotoRefus,
+} from './photos.ts';
 import { sortieDpe, SortieSchema } from './sortie.ts';
 import {
   BANDE_SURFACE,
@@ -617,7 +625,17 @@ export const estimerBien = defineOperation({
 
 const DESCRIPTION_AFFINEE = `La même estimation que \`estimer_bien\` (mêmes comparables, barème, fourchette calibrée, loyer, rendement, DPE : voir sa description), **affinée par un modèle de langage** qui lit l'état, les qualités, la description, l'exposition, les annexes, les équipements et les photos du logement. Le service garde le modèle en main : il borne, vérifie et peut toujours répondre sans lui. La requête attend le résultat (45 s au plus). Un calcul envoyé par POST : il ne modifie rien et ne garde rien.
 
-**Photos** (\`photos\`, ${MAX_PHOTOS} liens au plus) : liens publics **https** vers une adresse publique d'Internet (ni réseau privé, ni local, ni réservé), lus pendant l'appel, **redirections non suivies**, ${PHOTO_MAX_OCTETS.toLocaleString('fr-FR')} octets (1,6 Mo) au plus chacune, JPEG, PNG ou WebP **reconnus aux octets** (jamais à l'extension ni au type annoncé). Chaque lien est lu une seule fois ; un même lien donné deux fois est refusé. Chaque photo est redressée, ramenée à ${PHOTO_COTE_MAX} px au plus et réencodée en JPEG, ce qui retire toutes ses métadonnées (EXIF, position GPS), puis donnée au modèle dans la requête elle-même : **jamais stockée** (ni base de données, ni disque, ni historique des tâches) **ni renvoyée**. Un lien qui n'est pas https, vers une adresse privée, trop lourd, absent, redirigé ou qui n'est pas une image répond **400 \`parametres_invalides\`** sur le champ (\`photos[2]\`…), sans débit ; plus de ${MAX_PHOTOS} liens aussi.
+**Photos** (\`photos\`, ${MAX_PHOTOS} liens au plus) : liens publics **https** vers une adresse publique d'Internet (ni réseau privé, ni local, ni réservé), lus pendant l'appel, **redirections non suivies**, ${PHOTO_MAX_OCTETS.toLocaleString('fr-FR')} octets (1,6 Mo) au plus chacune, JPEG, PNG ou WebP **reconnus aux octets** (jamais à l'extension ni au type annoncé), **${PHOTO_MAX_PIXELS / 1_000_000} millions de pixels au plus** (largeur × hauteur de l'en-tête de l'image). Chaque lien est lu une seule fois ; un même lien donné deux fois est refusé. Chaque photo est redressée, ramenée à ${PHOTO_COTE_MAX} px au plus et réencodée en JPEG, ce qui retire toutes ses métadonnées (EXIF, position GPS), puis donnée au modèle dans la requête elle-même : **jamais stockée** (ni base de données, ni disque, ni historique des tâches) **ni renvoyée**.
+
+**Ordre des contrôles des photos** : tout ce qui peut refuser sans décoder d'image passe d'abord, pour **tous** les liens ; un refus s'arrête à la première étape qui refuse et cite toutes les photos refusées à cette étape.
+1. Sans réseau, avant toute tâche : https, pas d'identifiants dans le lien, adresse IP écrite en clair publique, pas deux fois le même lien. Aucun nom n'est résolu à cette étape : un nom donné n'est jamais résolu pour formuler un refus.
+2. Tous les liens lus, ensemble : le nom et chacune de ses adresses publics, réponse HTTP 200, 1,6 Mo au plus, type reconnu aux premiers octets.
+3. Toutes les en-têtes lues : ${PHOTO_MAX_PIXELS / 1_000_000} Mpx au plus (dimensions lues sans décoder un pixel ; au-delà, la photo est refusée avec son numéro et ses dimensions).
+4. Alors seulement le décodage : **${DECODAGES_PAR_ORGANISATION} photos à la fois au plus par organisation** sur un même processus de traitement ; les suivantes attendent leur tour, sans retarder celles des autres organisations.
+
+Un refus répond **400 \`parametres_invalides\`** sur le champ (\`photos[2]\`…), sans débit ; plus de ${MAX_PHOTOS} liens aussi. Un hôte que le service ne joint pas (adresse privée, locale ou réservée, nom qui ne se résout pas, connexion refusée ou jamais établie) reçoit toujours le même message, « La photo n° 3 n’est pas joignable (adresse publique https attendue). » : une réponse ne dit jamais si un nom se résout.
+
+**Quota par minute** : un refus n'est pas débité, mais le travail qu'il a coûté compte dans le quota par minute de l'organisation. Un refus aux étapes 2 à 4 compte, en plus de l'appel lui-même, **un appel par lien lu et un par tranche entamée de ${(PIXELS_PAR_APPEL / 1_000_000).toLocaleString('fr-FR')} million de pixels décodés** ; le quota de la minute épuisé, les appels suivants répondent 429 \`quota_minute\` jusqu'à la minute suivante (ce qui dépasse n'est pas reporté). Un refus à l'étape 1 ne compte que pour lui-même.
 
 **Ce que le modèle propose** : des lignes \`ajustements\` (\`source\` ia) avec \`nature\`, \`pct\`, \`motif\`, et \`vision\` {equipements, constats}. **Ce que le service en garde** :
 - une nature admise, chacune **bornée à son intervalle** : ${BORNES_TEXTE} ; au-delà, la ligne est ramenée à la borne ;
@@ -636,11 +654,20 @@ const PhotoUrl = z
 
 export const EstimationAffineeOutput = EstimationOutput.extend({ vision: VisionSchema.nullable() });
 
+/** Refused photos as the customer reads them: field by field, then what it cost. */
+function refusPhotos(refus: PhotoRefus[], suite: string): ApiError {
+  const erreurs: FieldError[] = refus.map((r) => ({ champ: r.champ, emplacement: 'corps', message: r.message }));
+  return new ApiError('parametres_invalides', `${refus.map((r) => `${r.champ} : ${r.message}`).join(' ')} ${suite}`, {
+    erreurs,
+  });
+}
+
 /** The failures of the refinement's task that are the deterministic estimate's own refusals. */
 const REFUS_DETERMINISTES = new Set<string>(['adresse_introuvable', 'ressource_absente', 'commune_introuvable']);
 
 export const estimerBienAffine = defineOperation({
   tool: 'estimer_bien_affine',
+  needsTaskEngine: true,
   method: 'POST',
   path: '/estimations/affinees',
   summary: 'Estimation d’un logement affinée par un modèle (photos, description), bornée par le service',
@@ -667,33 +694,12 @@ export const estimerBienAffine = defineOperation({
   dataDate: (o: EstimationAffinee) => o.valeur.qualite.donnees_du,
   async handler(input, ctx): Promise<EstimationAffinee> {
     const photos = input.photos ?? [];
-    // What can be refused without fetching anything is refused before any task starts or any credit moves.
-    const erreurs: FieldError[] = [];
-    const premier = new Map<string, number>();
-    photos.forEach((url, i) => {
-      const avant = premier.get(url);
-      if (avant === undefined) premier.set(url, i);
-      else
-        erreurs.push({
-          champ: `photos[${i}]`,
-          emplacement: 'corps',
-          message: `Même lien que photos[${avant}] : chaque photo n’est lue qu’une fois.`,
-        });
-    });
-    await Promise.all(
-      photos.map((url, i) =>
-        ctx.services.outbound.checkUrl(url).catch((error: Error) => {
-          erreurs.push({ champ: `photos[${i}]`, emplacement: 'corps', message: `Adresse refusée : ${error.message}` });
-        }),
-      ),
-    );
-    if (erreurs.length > 0) {
-      erreurs.sort((a, b) => a.champ.localeCompare(b.champ, 'fr', { numeric: true }));
-      throw new ApiError(
-        'parametres_invalides',
-        `${erreurs.map((e) => `${e.champ} : ${e.message}`).join(' ')} Rien n’a été lu ni débité.`,
-        { erreurs },
-      );
+    // Step 1 (domain/estimation/photos.ts): refused before any task starts, any name is looked up or any credit moves.
+    try {
+      await verifierLiens(photos, ctx.services.outbound);
+    } catch (error) {
+      if (!(error instanceof PhotosRefusees)) throw error;
+      throw refusPhotos(error.refus, 'Rien n’a été lu ni débité.');
     }
     const { db } = ctx.services;
     const deterministe = async (raison: string) =>
@@ -721,12 +727,11 @@ export const estimerBienAffine = defineOperation({
       if (code === 'photo_invalide') {
         const refus = detail.split('\n').map((ligne) => {
           const m = /^(photos\[\d+\]) : ([\s\S]*)$/.exec(ligne);
-          return { champ: m?.[1] ?? 'photos', emplacement: 'corps' as const, message: m?.[2] ?? ligne };
+          return { champ: m?.[1] ?? 'photos', message: m?.[2] ?? ligne };
         });
-        throw new ApiError(
-          'parametres_invalides',
-          `${refus.map((e) => `${e.champ} : ${e.message}`).join(' ')} Rien n’a été débité.`,
-          { erreurs: refus },
+        throw refusPhotos(
+          refus,
+          'Rien n’a été débité ; la lecture des photos compte dans le quota par minute de l’organisation.',
         );
       }
       if (REFUS_DETERMINISTES.has(code)) throw new ApiError(code as ErrorCode, detail);

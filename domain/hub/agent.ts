@@ -1,6 +1,7 @@
 import type { ModelMessage, ModelTool } from '../../lib/model.ts';
 import type { Memoire } from '../compte/operations.ts';
 import type { ProfilInvestisseur } from '../compte/profil.ts';
+import { verifierChiffres } from './chiffres.ts';
 import type { ContexteHub, MessageHub } from './conversations.ts';
 
 /** At most this many tools per model turn: clients and models choose worse among 50 or more definitions. */
@@ -12,6 +13,13 @@ const RESULTAT_VU_MAX = 24_000;
 
 /** The memory tool: the Hub's own way to retain what the user says of themself, under the memory's rules. */
 export const OUTIL_MEMOIRE = 'memoire_ajouter';
+
+/**
+ * Tool calls run per model turn, and per question: a model that asks for more (50 in a turn) would run far more than
+ * the question's price covers and send ever longer prompts. The rest are refused to the model, never run.
+ */
+export const APPELS_PAR_TOUR = 8;
+export const APPELS_PAR_QUESTION = 24;
 
 function plier(texte: string): string {
   return texte.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
@@ -145,4 +153,33 @@ export function sourcesDe(appels: Array<{ outil: string; resultat: unknown; erre
     if (typeof r.qualite?.source === 'string') sources.add(r.qualite.source);
   }
   return [...sources];
+}
+
+/** The links (http, https) an input names, at any depth: what a tool would fetch. */
+export function liensDe(entree: unknown): string[] {
+  const liens: string[] = [];
+  const pile: unknown[] = [entree];
+  while (pile.length > 0) {
+    const v = pile.pop();
+    if (typeof v === 'string') liens.push(...(v.match(/https?:\/\/[^\s"'<>]+/gi) ?? []));
+    else if (Array.isArray(v)) pile.push(...v);
+    else if (v && typeof v === 'object') pile.push(...Object.values(v));
+  }
+  return liens;
+}
+
+/** Words of four letters or more, folded: what a fact says, whatever its case and accents. */
+const motsDe = (texte: string) => new Set(plier(texte).match(/[a-z0-9]{4,}/g) ?? []);
+
+/**
+ * Whether a fact the Hub would store rests on what the asker wrote: every figure of it is in the asker's messages
+ * (checked as the answer's figures are), and most of its words are. Text the tools returned (a review, a document)
+ * is not the asker's word, so an instruction planted in it cannot become the asker's memory or profile.
+ */
+export function appuyeParLUtilisateur(fait: string, paroles: string): boolean {
+  if (verifierChiffres(fait, { question: paroles, resultats: [] }).non_verifies > 0) return false;
+  const mots = [...motsDe(fait)];
+  if (mots.length === 0) return true;
+  const dits = motsDe(paroles);
+  return mots.filter((m) => dits.has(m)).length * 2 >= mots.length;
 }

@@ -98,6 +98,18 @@ export async function creerConversation(
   );
 }
 
+/**
+ * Removes a conversation that holds no question: the one a question opened and that was refused before it ran
+ * (credits, the key's cap), so that refusals leave nothing behind.
+ */
+export async function supprimerSiSansQuestion(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `DELETE FROM conversations_hub c WHERE c.id = $1
+        AND NOT EXISTS (SELECT 1 FROM questions_hub q WHERE q.conversation_id = c.id)`,
+    [id],
+  );
+}
+
 /** The conversation, whoever owns it (null when absent). */
 export async function lireConversation(db: Queryable, id: string): Promise<ConversationComplete | null> {
   const { rows } = await db.query<LigneConversation>('SELECT * FROM conversations_hub WHERE id = $1', [id]);

@@ -13,9 +13,11 @@ import {
   lireConversation,
   lireQuestion,
   listerConversations,
+  supprimerSiSansQuestion,
   type ConversationComplete,
   type Proprietaire,
 } from './conversations.ts';
+import { APPELS_PAR_QUESTION, APPELS_PAR_TOUR } from './agent.ts';
 import { PLAFOND_PAR_DEFAUT, PRIX_QUESTION, type QuestionDemandee } from './types.ts';
 
 const COMMON = {
@@ -64,7 +66,10 @@ const DESCRIPTION_AGENT = [
   '- **Échec** (modèle indisponible, délai de 110 s dépassé) : 503 `service_indisponible` ou 504 `delai_depasse`, et tous les crédits de la question sont rendus, outils compris.',
   '- **Outils** : les opérations de lecture ouvertes à la clé (portée, palier et bac à sable vérifiés comme pour un appel direct, mêmes refus), plus `memoire_ajouter` ; `outils_autorises` restreint la liste. Au plus 30 outils par tour du modèle : au-delà, ceux dont le nom et la description partagent le plus de mots avec la question et le contexte (adresse, commune, annonce). Un outil refusé revient en `appels[].erreur` avec le code qu’aurait un appel direct de la clé (`portee_insuffisante`, `palier_insuffisant`, `hors_bac_a_sable`, `credits_insuffisants`), et n’est pas facturé ; un outil hors de `outils_autorises` ou non offert au tour y revient en `portee_insuffisante`.',
   '- **Chiffres vérifiés** : chaque chiffre de `reponse` (prix, surfaces, pourcentages, nombres, dates, sous leurs formes françaises) doit figurer dans un résultat d’outil ou dans la question, à la précision écrite ; sinon il est marqué « [non vérifié] » et compté dans `qualite.methode` (`chiffres_non_verifies`).',
-  '- Les résultats des outils sont des données, jamais des instructions pour l’agent.',
+  '- Les résultats des outils sont des données, jamais des instructions pour l’agent. **Ils ne le font pas écrire** : dès qu’un appel de la question (ou une réponse antérieure du fil) a lu un texte écrit par un tiers (avis, document, citation d’un règlement, dénomination de société), les outils qui écrivent (`memoire_ajouter`) ne sont plus offerts et leur appel est refusé (`portee_insuffisante`). Un fait que le Hub retient doit venir des messages de l’utilisateur (ses chiffres, la plupart de ses mots : vérifié par le serveur), et un lien passé à un outil doit figurer dans ces messages ; sinon l’appel est refusé (`portee_insuffisante`).',
+  `- **Bornes** : au plus ${APPELS_PAR_TOUR} appels d’outils par tour du modèle et ${APPELS_PAR_QUESTION} par question ; les autres reviennent au modèle en \`portee_insuffisante\`, ni faits ni facturés, et l’agent conclut.`,
+  '- Les opérations qui tournent sur le moteur des tâches (`lire_plu`, `lire_document`, `estimer_bien_affine`) ne sont pas offertes au Hub : il ne peut pas les mener dans le temps d’une question ; les appeler directement.',
+  '- **Refus** : une question refusée avant de commencer (402 crédits, 429 plafond de la clé ou quota) ne crée pas de conversation. Une clé révoquée pendant la question : ses appels d’outils suivants sont refusés (`cle_invalide`) et la question se conclut avec ce qu’elle a, au prix débité à son début.',
   '- Une conversation est un fil : les questions qui y arrivent en même temps sont répondues l’une après l’autre, dans l’ordre d’arrivée.',
 ].join('\n');
 
@@ -176,7 +181,13 @@ const questionHub = (questionFields: QuestionFields) =>
         question: input.question,
         contexte: input.contexte ?? {},
       });
-      return poser(ctx, { id, compteId: proprietaire.compteId }, input);
+      try {
+        return await poser(ctx, { id, compteId: proprietaire.compteId }, input);
+      } catch (error) {
+        // A question refused before it ran (402, 429) leaves no conversation holding only its question.
+        await supprimerSiSansQuestion(ctx.services.db, id);
+        throw error;
+      }
     },
   });
 

@@ -1,3 +1,5 @@
+import { effectOf } from '../catalogue.ts';
+import { ApiError, ERRORS } from '../errors.ts';
 import type { Pipeline } from '../invoke.ts';
 import type { Outils } from '../outils.ts';
 import type { ModelTool } from '../../lib/model.ts';
@@ -6,11 +8,29 @@ import { OUTIL_MEMOIRE } from './agent.ts';
 
 /**
  * The Hub's hands: the tools a key's questions may be offered (the read operations it may call, and the memory;
- * never the Hub's own operations), and their calls through the one pipeline, with the key's id.
+ * never the Hub's own operations, nor those that need a task engine where `taches` is false: they could only
+ * refuse), and their calls through the one pipeline, with the key's id.
  */
-export function outilsDuHub(pipeline: Pipeline, outils: Outils) {
-  const duHub = (name: string) => outils.operation(name)?.scope === 'hub';
+export function outilsDuHub(pipeline: Pipeline, outils: Outils, { taches }: { taches: boolean }) {
+  const horsHub = (name: string) => {
+    const operation = outils.operation(name);
+    return operation?.scope === 'hub' || (!taches && (operation?.task === true || operation?.needsTaskEngine === true));
+  };
+  /** The key's rights, or null once it is revoked or unknown: a question under way then offers and runs nothing more. */
+  const droits = (cleId: string) =>
+    pipeline.rights({ cleId }).catch((error: unknown) => {
+      if (error instanceof ApiError && ERRORS[error.code].status === 401) return null;
+      throw error;
+    });
   return {
+    /** What a tool does that the Hub must know of: whether it writes, whether its output holds third-party text. */
+    nature(tool: string): { ecrit: boolean; texteTiers: boolean } {
+      const operation = outils.operation(tool);
+      return {
+        ecrit: !operation || effectOf(operation) !== 'lecture',
+        texteTiers: operation?.texteTiers === true,
+      };
+    },
     invoke: (
       cleId: string,
       tool: string,
@@ -18,10 +38,11 @@ export function outilsDuHub(pipeline: Pipeline, outils: Outils) {
       options: { billingKey: string; creditCap: number; requestId: string },
     ) => pipeline.invoke({ cleId }, tool, input, options),
     async outils(cleId: string): Promise<ModelTool[]> {
-      const rights = await pipeline.rights({ cleId });
+      const rights = await droits(cleId);
+      if (!rights) return [];
       const memoire = outils.permis(rights).filter((o) => o.name === OUTIL_MEMOIRE);
       return [...outils.lectures(rights), ...memoire]
-        .filter((o) => !duHub(o.name))
+        .filter((o) => !horsHub(o.name))
         .map((o) => ({ name: o.name, description: o.description, parameters: o.inputSchema }));
     },
     /**
@@ -30,9 +51,11 @@ export function outilsDuHub(pipeline: Pipeline, outils: Outils) {
      */
     async refus(cleId: string, tool: string, autorises: string[] | null): Promise<{ code: string; detail: string }> {
       const operation = outils.operation(tool);
-      if (!operation || duHub(tool))
+      if (!operation || horsHub(tool))
         return { code: 'ressource_absente', detail: `Aucun outil « ${tool} » pour le Hub.` };
-      const refusal = accessRefusal(await pipeline.rights({ cleId }), operation);
+      const rights = await droits(cleId);
+      if (!rights) return { code: 'cle_invalide', detail: 'La clé de la question a été révoquée pendant la question.' };
+      const refusal = accessRefusal(rights, operation);
       if (refusal) return { code: refusal.code, detail: refusal.message };
       const detail =
         autorises && !autorises.includes(tool)

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode } from '../communes.ts';
-import { masquerCoordonnees } from '../compte/memoire-regles.ts';
+import { masquerCoordonnees, REGLE_DE_MASQUAGE } from '../compte/masquage.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import { QualiteSchema, servedFromDataset } from '../qualite.ts';
@@ -65,10 +65,11 @@ const moyenne = (x: string | null) => (x === null ? null : Math.round(Number(x) 
 
 const DESCRIPTION_AVIS = `Avis d'utilisateurs sur une commune, triés par utilité puis date (\`tri=utiles\`, défaut) ou par date (\`tri=recents\`), \`limite\` (1-50, 20) par page et \`curseur_suivant\`. \`moyennes\` : moyenne par critère des avis qui le notent (null sans note), sur tous les avis de la commune, \`n\` leur nombre.
 
-**Ce qui n'est jamais servi.** L'auteur (ni compte, ni nom) ; dans \`titre\` et \`contenu\`, stockés tels qu'écrits, les adresses e-mail, numéros de téléphone et noms précédés d'une civilité (« Mme Dupré ») sont remplacés par [courriel masqué], [téléphone masqué], [nom masqué] (« rue du Docteur Roux » reste). \`verifie\` : faux tant que la plateforme ne vérifie pas les avis. Une commune inconnue : 404 \`commune_introuvable\` ; une commune sans avis : liste vide, moyennes null.`;
+**Ce qui n'est jamais servi.** L'auteur (ni compte, ni nom) ; dans \`titre\` et \`contenu\`, stockés tels qu'écrits, les coordonnées sont masquées : ${REGLE_DE_MASQUAGE} \`verifie\` : faux tant que la plateforme ne vérifie pas les avis. Une commune inconnue : 404 \`commune_introuvable\` ; une commune sans avis : liste vide, moyennes null.`;
 
 export const avisZone = defineOperation({
   tool: 'avis_zone',
+  texteTiers: true,
   method: 'GET',
   path: '/communes/{insee}/avis',
   summary: 'Avis d’utilisateurs sur une commune, sans identité d’auteur',
@@ -195,7 +196,7 @@ export const avisZonePublier = defineOperation({
   method: 'POST',
   path: '/communes/{insee}/avis',
   summary: 'Publier son avis sur une commune (un par compte et commune)',
-  description: `Publie l'avis du compte de la clé sur une commune. **Un avis par compte et par commune** : un second répond 409 \`conflit\`, le premier reste tel quel. Les textes sont conservés tels qu'écrits et servis par avis_zone sans l'auteur, coordonnées et noms précédés d'une civilité masqués. Clé rattachée à un compte personnel. Commune inconnue : 404 \`commune_introuvable\`.`,
+  description: `Publie l'avis du compte de la clé sur une commune. **Un avis par compte et par commune** : un second répond 409 \`conflit\`, le premier reste tel quel. Les textes sont conservés tels qu'écrits et servis par avis_zone sans l'auteur, coordonnées et noms précédés d'une civilité masqués selon la règle décrite par avis_zone. Clé rattachée à un compte personnel. Commune inconnue : 404 \`commune_introuvable\`.`,
   credits: 0,
   unit: 'appel',
   scope: 'territoire',

@@ -154,6 +154,17 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
     return key;
   }
 
+  /** One call against the organisation's per-minute rate; refused past its quota (the last check of the table). */
+  async function countCall(org: KeyRecord['organisation']): Promise<RateState> {
+    const rate = await deps.limiter.hit(org.id, org.quota_minute);
+    if (!rate.allowed) {
+      throw new ApiError('quota_minute', `Quota de ${rate.limit} appels par minute atteint pour l’organisation.`, {
+        rate,
+      });
+    }
+    return rate;
+  }
+
   return {
     /** The checks of the error table, in its order, before any input is read. */
     async admit(credential: Credential, operation: Operation, requestId: string): Promise<Admission> {
@@ -179,12 +190,7 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
           }
         }
       }
-      const rate = await deps.limiter.hit(org.id, org.quota_minute);
-      if (!rate.allowed) {
-        throw new ApiError('quota_minute', `Quota de ${rate.limit} appels par minute atteint pour l’organisation.`, {
-          rate,
-        });
-      }
+      const rate = await countCall(org);
       return {
         operation,
         caller: { organisationId: org.id, cleId: key.id, compteId: key.compteId, sandbox, portees },
@@ -200,6 +206,15 @@ export function createAuthenticator(deps: { db: Db; accounts: Accounts; limiter:
      */
     async rights(credential: Credential): Promise<Rights> {
       return rightsOf(await identify(credential));
+    },
+
+    /**
+     * A call that is no operation (an MCP message other than a tool call: `tools/list`, `ping`…), priced nothing:
+     * the key checked as by every call, the organisation's per-minute rate counted, refused past its quota with the
+     * same problem as an operation.
+     */
+    async count(credential: Credential): Promise<RateState> {
+      return countCall((await identify(credential)).organisation);
     },
 
     /**

@@ -97,3 +97,24 @@ export function createRateLimiter(deps: { db: Queryable; now?: () => number }) {
 }
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
+
+/**
+ * Counts `calls` more calls of the current minute in an organisation's per-minute rate: the work a refused request
+ * made the service do (estimer_bien_affine: photos fetched and decoded) weighs in the rate as that many calls, though
+ * nothing is debited. Taken where every instance takes its shares (svc_prendre_quota), so every instance feels it when
+ * it next asks for a share (at most about a share and a half later); what exceeds the minute's quota is not carried
+ * into the next minute: the minute is then spent. Returns the calls counted.
+ */
+export async function chargeCalls(
+  db: Queryable,
+  organisationId: string,
+  calls: number,
+  now = Date.now(),
+): Promise<number> {
+  if (!(calls > 0)) return 0;
+  const { rows } = await db.query<{ accordes: number }>(
+    `SELECT q.accordes FROM organisations o, svc_prendre_quota(o.id, $2, o.quota_minute, $3) q WHERE o.id = $1`,
+    [organisationId, Math.floor(now / 60_000), Math.ceil(calls)],
+  );
+  return rows[0]?.accordes ?? 0;
+}

@@ -130,6 +130,7 @@ async function waitFor(row: TaskRow, seconds: number, ctx: OperationContext): Pr
 
 export const lirePlu = defineOperation({
   tool: 'lire_plu',
+  texteTiers: true,
   method: 'POST',
   // A long read run as a task: the task is how the answer arrives, not a change of the caller's data.
   effect: 'lecture',
@@ -192,7 +193,7 @@ Décisions :
       throw invalidField('lat', 'Donnez un point (lat, lon), une clé BAN (cle_ban) ou une adresse (q).');
     }
     if (input.webhook) {
-      await ctx.services.outbound.checkUrl(input.webhook).catch((error: Error) => {
+      await ctx.services.outbound.checkUrl(input.webhook, { resolve: false }).catch((error: Error) => {
         throw invalidField('webhook', `Adresse refusée : ${error.message}`);
       });
       if (!(await subscriptionOfUrl(ctx.services.db, ctx.caller.organisationId, input.webhook))) {
@@ -222,6 +223,7 @@ Décisions :
 
 export const resultatLirePlu = defineOperation({
   tool: 'resultat_lire_plu',
+  texteTiers: true,
   method: 'GET',
   path: '/urbanisme/reglements/{tache}',
   summary: 'État et résultat d’une lecture de PLU',

@@ -373,6 +373,7 @@ const DESCRIPTION = `Toutes les autorisations d'urbanisme de la base nationale S
 
 const COMMUN = {
   tool: 'permis_adresse',
+  texteTiers: true,
   method: 'GET',
   credits: 3,
   unit: 'appel',

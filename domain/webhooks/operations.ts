@@ -224,11 +224,12 @@ l’organisation et aux résultats de ses veilles et alertes. Répond le \`webho
 une livraison.
 
 ### Règles
-- \`url\` : https, 500 caractères au plus, sans identifiants. Le nom est résolu et **chacune** de ses adresses doit
-  être publique : boucle locale, réseaux privés (10/8, 172.16/12, 192.168/16), lien local et métadonnées de nuage
-  (169.254/16), CGNAT (100.64/10), multicast, plages réservées et leurs équivalents IPv6 (::1, fc00::/7, fe80::/10,
-  formes IPv4 dans IPv6) sont refusés ; un nom qui ne se résout pas aussi. Refus : 400 \`parametres_invalides\` sur
-  \`url\`, avec la raison.
+- \`url\` : https, 500 caractères au plus, sans identifiants ; une adresse IP écrite doit être publique : boucle
+  locale, réseaux privés (10/8, 172.16/12, 192.168/16), lien local et métadonnées de nuage (169.254/16), CGNAT
+  (100.64/10), multicast, plages réservées et leurs équivalents IPv6 (::1, fc00::/7, fe80::/10, formes IPv4 dans
+  IPv6) sont refusés. Refus : 400 \`parametres_invalides\` sur \`url\`. Un nom n'est pas résolu à la création (le
+  service ne résout pas un nom pour le seul plaisir d'un refus : ce serait un canal vers un serveur de noms) : à
+  chaque livraison, **chacune** de ses adresses doit être publique, sinon la livraison échoue sans rien envoyer.
 - \`genres\` : 1 à 10, distincts, parmi ${SUBSCRIBABLE_GENRES.join(', ')}. \`test\` n’est pas abonnable.
 - \`filtres\` : pour les genres d’annonces seulement (${LISTING_GENRES.join(', ')}) ; clés \`insee\` (≤ 50),
   \`cp\` (≤ 50), \`departement\` (≤ 20), \`type_bien\` (≤ 3 parmi apartment, house, immeuble), \`prix_min\`,
@@ -256,7 +257,7 @@ ${DELIVERY_DOC}`,
   async handler(input, ctx) {
     const { db, outbound, now } = ctx.services;
     try {
-      await outbound.checkUrl(input.url);
+      await outbound.checkUrl(input.url, { resolve: false });
     } catch (error) {
       if (error instanceof OutboundError) throw invalidField('url', error.message);
       throw error;

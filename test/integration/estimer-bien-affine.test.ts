@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { lookup as dnsLookup } from 'node:dns/promises';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import type { Operation } from '../../domain/catalogue.ts';
 import { estimationOperations } from '../../domain/estimation/operations.ts';
+import { decodagesCommences } from '../../domain/estimation/photos.ts';
 import { loadSandbox } from '../../domain/sandbox/load.ts';
 import { createOpenAiModel } from '../../lib/model.ts';
 import { createOutboundHttp } from '../../lib/outbound-http.ts';
@@ -23,6 +25,7 @@ import {
   type ModelHandler,
   type ModelServer,
 } from '../support/model-server.ts';
+import { pngTronque } from '../support/png.ts';
 import { createRuntime } from '../support/runtime.ts';
 
 // estimer_bien_affine end to end: the api waits for the workflow on the run's Temporal dev server, the worker fetches
@@ -36,6 +39,14 @@ let worker: RunningWorker;
 let photos: { url: string; hits: Map<string, number>; close(): void };
 let tlsDir: string;
 let answer: ModelHandler = () => ({ status: 500 });
+/** Every name the api and the worker looked up, in order. */
+const resolus: string[] = [];
+const resolveur = async (nom: string) => {
+  resolus.push(nom);
+  // A name of the customer's that leads into a private network.
+  if (nom === 'interne.test') return [{ address: '10.0.0.7', family: 4 }];
+  return dnsLookup(nom, { all: true });
+};
 
 /** Text written in the JPEG's EXIF: the model must never see it. */
 const SECRET_EXIF = 'Jean Secret-Proprietaire';
@@ -73,6 +84,9 @@ async function servePhotos() {
       .toBuffer(),
     '/lourde.jpg': heavy,
     '/page.jpg': Buffer.from('<!DOCTYPE html><html><body>Pas une image</body></html>'),
+    // The probe of issue #28: PNGs whose header says 6 300 × 6 300 in 16-bit RGBA (a second or more of CPU each to
+    // decode), here with their pixel data cut short: only a decoding would tell.
+    ...Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`/enorme-${i}.png`, pngTronque(6300, 6300)])),
   };
   const hits = new Map<string, number>();
   const server = https.createServer({ key: readFileSync(path.join(tlsDir, 'key.pem')), cert }, (req, res) => {
@@ -100,7 +114,10 @@ let salonOriginal: Buffer;
 beforeAll(async () => {
   tlsDir = mkdtempSync(path.join(tmpdir(), 'affine-tls-'));
   runtime = await createRuntime();
-  t = await createTestApp({ operations: estimationOperations as Operation[], services: { tasks: runtime.engine } });
+  t = await createTestApp({
+    operations: estimationOperations as Operation[],
+    services: { tasks: runtime.engine, outbound: createOutboundHttp({ allowLoopback: true, resolve: resolveur }) },
+  });
   await loadSandbox(t.db, { dataset: 'live' });
   model = await startModelServer((body) => answer(body));
   const served = await servePhotos();
@@ -114,7 +131,7 @@ beforeAll(async () => {
       db: t.db,
       model: createOpenAiModel({ baseURL: model.url, model: MODEL_SERVER_MODEL, timeoutMs: 20_000 }),
       // The test's trusted certificate is given to this client only; production trusts the system store.
-      outbound: createOutboundHttp({ allowLoopback: true, ca: cert }),
+      outbound: createOutboundHttp({ allowLoopback: true, ca: cert, resolve: resolveur }),
       modelConcurrency: 2,
     }),
   });
@@ -129,6 +146,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   photos.hits.clear();
+  resolus.length = 0;
 });
 
 const post = (cle: string, url: string, body: unknown) =>
@@ -299,7 +317,7 @@ describe('estimer_bien_affine: the model refines, the server keeps it in check',
     const problem = res.json();
     expect(problem.code).toBe('parametres_invalides');
     expect(problem.erreurs).toEqual([
-      { champ: 'photos[0]', emplacement: 'corps', message: expect.stringMatching(/plus lourde que 1,6 Mo/) },
+      { champ: 'photos[0]', emplacement: 'corps', message: expect.stringMatching(/n° 1 est plus lourde que 1,6 Mo/) },
       { champ: 'photos[1]', emplacement: 'corps', message: expect.stringMatching(/pas une image JPEG, PNG ou WebP/) },
     ]);
     expect(problem.detail).toMatch(/Rien n’a été débité/);
@@ -318,8 +336,8 @@ describe('estimer_bien_affine: the model refines, the server keeps it in check',
     const cases: Array<[string[], RegExp, string]> = [
       [Array.from({ length: 13 }, (_, i) => `${photos.url}/p${i}.jpg`), /12 photos au plus/, 'photos'],
       [[`http://localhost/${'salon.jpg'}`], /https/, 'photos[0]'],
-      [['https://10.1.2.3/salon.jpg'], /adresse privée, locale ou réservée/, 'photos[0]'],
-      [[`${photos.url}/salon.jpg`, `${photos.url}/salon.jpg`], /Même lien que photos\[0\]/, 'photos[1]'],
+      [['https://10.1.2.3/salon.jpg'], /n’est pas joignable \(adresse publique https attendue\)/, 'photos[0]'],
+      [[`${photos.url}/salon.jpg`, `${photos.url}/salon.jpg`], /même lien que photos\[0\]/, 'photos[1]'],
     ];
     for (const [liste, message, champ] of cases) {
       const res = await post(org.cle, '/estimations/affinees', { ...MAISON, photos: liste });
@@ -339,6 +357,128 @@ describe('estimer_bien_affine: the model refines, the server keeps it in check',
     expect(model.requests.length).toBe(appels);
     expect(await debits(org.id)).toEqual([]);
   });
+
+  it('refuses 11 huge PNGs and a link answering 404 on the 404 alone: no photo decoded, nothing debited', async () => {
+    const org = await t.organisation({ acces: 'usage' });
+    const appels = model.requests.length;
+    const avant = await restants(org.id);
+    const decodages = decodagesCommences();
+    const enormes = Array.from({ length: 11 }, (_, i) => `${photos.url}/enorme-${i}.png`);
+    const res = await post(org.cle, '/estimations/affinees', {
+      ...MAISON,
+      photos: [...enormes, `${photos.url}/absente.png`],
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    const problem = res.json();
+    expect(problem.code).toBe('parametres_invalides');
+    // Every link was fetched and the 404 refuses the request there: no header read, no pixel decoded.
+    expect(problem.erreurs).toEqual([
+      {
+        champ: 'photos[11]',
+        emplacement: 'corps',
+        message: 'La photo n° 12 est inaccessible : le serveur a répondu HTTP 404.',
+      },
+    ]);
+    expect(decodagesCommences()).toBe(decodages);
+    for (let i = 0; i < 11; i++) expect(photos.hits.get(`/enorme-${i}.png`)).toBe(1);
+    expect(photos.hits.get('/absente.png')).toBe(1);
+    expect(model.requests.length).toBe(appels);
+    expect(await restants(org.id)).toBe(avant);
+    expect(await debits(org.id)).toEqual([]);
+    await expectNothingKept();
+  });
+
+  it('refuses a photo over 25 Mpx with its number and dimensions, before decoding any photo', async () => {
+    const org = await t.organisation({ acces: 'usage' });
+    const decodages = decodagesCommences();
+    const res = await post(org.cle, '/estimations/affinees', {
+      ...MAISON,
+      photos: [`${photos.url}/salon.jpg`, `${photos.url}/enorme-0.png`],
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().erreurs).toEqual([
+      {
+        champ: 'photos[1]',
+        emplacement: 'corps',
+        message: expect.stringMatching(/^La photo n° 2 fait 6\s300 × 6\s300 pixels \(39,7 Mpx\) : 25 Mpx au plus/u),
+      },
+    ]);
+    expect(decodagesCommences()).toBe(decodages);
+    expect(await debits(org.id)).toEqual([]);
+  });
+
+  it('words a private address, a name leading to one, a name that does not resolve, a refused connection alike', async () => {
+    const org = await t.organisation({ acces: 'usage' });
+    const ferme = https.createServer();
+    await new Promise<void>((resolve) => ferme.listen(0, '127.0.0.1', resolve));
+    const port = (ferme.address() as AddressInfo).port;
+    await new Promise((resolve) => ferme.close(resolve));
+    const refus = async (lien: string) => {
+      const res = await post(org.cle, '/estimations/affinees', { ...MAISON, photos: [lien] });
+      expect(res.statusCode, res.body).toBe(400);
+      return res.json();
+    };
+    const prive = await refus('https://10.0.0.1/salon.jpg');
+    const interne = await refus('https://interne.test/salon.jpg');
+    const absent = await refus('https://photos.nexiste-pas.invalid/salon.jpg');
+    const fermee = await refus(`https://localhost:${port}/salon.jpg`);
+    for (const problem of [prive, interne, absent, fermee]) {
+      expect(problem.erreurs).toEqual([
+        {
+          champ: 'photos[0]',
+          emplacement: 'corps',
+          message: 'La photo n° 1 n’est pas joignable (adresse publique https attendue).',
+        },
+      ]);
+    }
+    // Both names were looked up to be fetched; nothing in the answers tells which one resolved.
+    expect(resolus).toEqual(expect.arrayContaining(['interne.test', 'photos.nexiste-pas.invalid']));
+    expect(interne.detail).toBe(absent.detail);
+    expect(await debits(org.id)).toEqual([]);
+  });
+
+  it('looks up no name given by the customer when the request is refused without the network', async () => {
+    const org = await t.organisation({ acces: 'usage' });
+    const exfiltration = `https://${Buffer.from('cle=pk_live_secrete').toString('hex')}.exfil.invalid/salon.jpg`;
+    const res = await post(org.cle, '/estimations/affinees', {
+      ...MAISON,
+      photos: [exfiltration, 'https://10.0.0.1/salon.jpg'],
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().erreurs.map((e: { champ: string }) => e.champ)).toEqual(['photos[1]']);
+    expect(resolus).toEqual([]);
+  });
+
+  it('counts the photos a refused request made the service fetch in the organisation’s per-minute rate', async () => {
+    const org = await t.organisation({ acces: 'usage', quota_minute: 20 });
+    const modeles = () => t.call('GET', '/modeles', org.cle);
+    // The rate is counted per calendar minute: the scenario must not straddle two.
+    const premier = await modeles();
+    expect(premier.statusCode, premier.body).toBe(200);
+    const reste = Number(premier.headers['ratelimit-reset']);
+    if (reste < 25) await new Promise((resolve) => setTimeout(resolve, (reste + 1) * 1000));
+
+    const enormes = Array.from({ length: 11 }, (_, i) => `${photos.url}/enorme-${i}.png`);
+    const res = await post(org.cle, '/estimations/affinees', {
+      ...MAISON,
+      photos: [...enormes, `${photos.url}/absente.png`],
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().detail).toMatch(/Rien n’a été débité ; la lecture des photos compte dans le quota par minute/);
+    // Twelve links fetched count as twelve calls: of 20 calls a minute, at most 8 are left (1 or 2 already taken,
+    // and an instance may hold one call it took from the database before the charge), instead of 17 or more.
+    let servis = 0;
+    let refus: { statusCode: number; json(): { code: string } } | null = null;
+    for (let i = 0; i < 20 && !refus; i++) {
+      const r = await modeles();
+      if (r.statusCode === 200) servis += 1;
+      else refus = r;
+    }
+    expect(refus?.statusCode).toBe(429);
+    expect(refus?.json().code).toBe('quota_minute');
+    expect(servis).toBeLessThanOrEqual(8);
+    expect(await debits(org.id)).toEqual([]);
+  }, 90_000);
 
   it('a failing model gives the deterministic estimate, said, at 10 credits', async () => {
     const org = await t.organisation({ acces: 'usage' });

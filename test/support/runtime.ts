@@ -44,7 +44,8 @@ export async function createRuntime(options: { delaisLivraisonS?: number[] } = {
             : null,
           outbound: createOutboundHttp({ allowLoopback: true }),
           modelConcurrency: 2,
-          hub: pipeline ? outilsDuHub(pipeline, createOutils(OPERATIONS)) : undefined,
+          // As the worker runs them: its pipeline has no task engine.
+          hub: pipeline ? outilsDuHub(pipeline, createOutils(OPERATIONS), { taches: false }) : undefined,
         }),
       });
       workers.push(worker);

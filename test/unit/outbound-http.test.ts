@@ -162,6 +162,59 @@ describe('refusals before any connection', () => {
     expect(error.reason).toBe('adresse_interdite');
   });
 
+  it('checks without resolving when asked: the scheme, credentials, a literal address, a loopback name', async () => {
+    const resolved: string[] = [];
+    const client = createOutboundHttp({
+      allowLoopback: false,
+      resolve: async (name) => {
+        resolved.push(name);
+        return [{ address: '10.0.0.1', family: 4 }];
+      },
+    });
+    const offline = (url: string) => client.checkUrl(url, { resolve: false });
+    expect((await rejection(offline('https://10.0.0.1/'))).reason).toBe('adresse_interdite');
+    expect((await rejection(offline('https://localhost/'))).reason).toBe('adresse_interdite');
+    expect((await rejection(offline('http://example.com/'))).reason).toBe('schema_interdit');
+    expect((await rejection(offline('https://u:p@example.com/'))).reason).toBe('url_invalide');
+    // A name is not looked up, so a name leading somewhere private passes this check (the request refuses it).
+    await offline('https://interne.example/');
+    expect(resolved).toEqual([]);
+  });
+
+  it('says the same of a private address, a name that does not resolve and a refused connection', async () => {
+    const client = createOutboundHttp({
+      allowLoopback: false,
+      resolve: async (name) => {
+        if (name === 'interne.example') return [{ address: '10.20.30.40', family: 4 }];
+        if (name === 'vide.example') return [];
+        throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+      },
+    });
+    const local = createOutboundHttp({ allowLoopback: true });
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const errors = [
+      await rejection(client.request({ method: 'GET', url: 'https://interne.example/' })),
+      await rejection(client.request({ method: 'GET', url: 'https://absent.example/' })),
+      await rejection(client.checkUrl('https://vide.example/')),
+      await rejection(client.request({ method: 'GET', url: 'https://10.20.30.40/' })),
+      await rejection(local.request({ method: 'GET', url: `https://127.0.0.1:${closedPort}/` })),
+    ];
+    const messages = errors.map((e) => e.message.replace(/« [^»]+ »/, '« hôte »'));
+    expect(new Set(messages)).toEqual(
+      new Set([
+        'Connexion impossible : l’hôte « hôte » n’est pas joignable (seules les adresses publiques d’Internet le sont, jamais une adresse privée, locale ou réservée).',
+      ]),
+    );
+    // What the customer is not told is kept for the server's log.
+    expect(errors.map((e) => e.reason)).toEqual(['adresse_interdite', 'dns', 'dns', 'adresse_interdite', 'connexion']);
+    expect(errors[0].detail).toMatch(/10\.20\.30\.40/);
+    expect(errors[1].detail).toMatch(/ENOTFOUND/);
+    expect(errors[4].detail).toMatch(/ECONNREFUSED/);
+  });
+
   it('reports a name that does not resolve', async () => {
     const client = createOutboundHttp({
       allowLoopback: false,
@@ -223,7 +276,7 @@ describe('requests with loopback allowed', () => {
     const started = Date.now();
     const error = await rejection(slow.request({ method: 'GET', url: 'https://hang.example/', connectTimeoutMs: 200 }));
     expect(error.reason).toBe('dns');
-    expect(error.message).toMatch(/200 ms/);
+    expect(error.detail).toMatch(/200 ms/);
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
