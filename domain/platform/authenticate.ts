@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.ts';
 import { TIERS, type Caller, type Operation, type Scope, type Tier } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
 import type { Accounts, KeyRecord } from './accounts.ts';
-import { listenToAccessChanges } from './annonces.ts';
+import { listenToAccessChanges } from './changements-acces.ts';
 import { balanceOf, type Balance } from './ledger.ts';
 import { createMemory } from './memoire.ts';
 import type { RateLimiter, RateState } from './rate-limit.ts';
