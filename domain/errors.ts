@@ -163,6 +163,13 @@ export const ERRORS = {
     debit: 'Rien n’est débité : une ressource absente n’est jamais facturée.',
     action: 'Donner le code INSEE (5 caractères) de la commune actuelle, pas son code postal.',
   },
+  annonce_non_analysee: {
+    status: 404,
+    title: 'Annonce pas encore analysée',
+    when: 'L’annonce est connue mais son analyse n’est pas encore calculée : elle l’est à la fin de l’import qui l’a fait entrer, quelques instants après.',
+    debit: 'Rien n’est débité : une annonce absente ou pas encore analysée n’est jamais facturée.',
+    action: 'Réessayer après le délai de l’en-tête `Retry-After` ; la même demande aboutira une fois l’analyse écrite.',
+  },
   route_inconnue: {
     status: 404,
     title: 'Route inconnue',

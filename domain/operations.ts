@@ -1,9 +1,11 @@
 import { adresseOperations } from './adresses/resoudre.ts';
+import { annoncesOperations } from './annonces/operations.ts';
 import type { Operation } from './catalogue.ts';
 import { compteOperations } from './compte/operations.ts';
 import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
+import { fluxAdressesOperations } from './flux/adresses.ts';
 import { estimationOperations } from './estimation/operations.ts';
 import { hubOperations } from './hub/operations.ts';
 import { marcheOperations } from './marche/operations.ts';
@@ -18,12 +20,14 @@ import { estOutil } from './outils.ts';
 /** Every operation but the Hub's, which a Hub question may call as tools. */
 const OUTILS_POSSIBLES = [
   ...adresseOperations,
+  ...annoncesOperations,
   ...compteOperations,
   ...documentOperations,
   lireDocument,
   faitsAdresse,
   ...dvfOperations,
   ...estimationOperations,
+  ...fluxAdressesOperations,
   ...marcheOperations,
   ...permisOperations,
   ...societesCivilesOperations,
@@ -44,9 +48,6 @@ export const OPERATIONS: Operation[] = [
  * specification that is neither served nor here, and on one here that is served. Each landing domain empties it.
  */
 export const OPERATIONS_A_VENIR: ReadonlyArray<{ outil: string; methode: 'GET' | 'POST'; chemin: string }> = [
-  { outil: 'annonce', methode: 'GET', chemin: '/annonces/{id}' },
-  { outil: 'flux_annonces', methode: 'GET', chemin: '/flux/annonces' },
-  { outil: 'flux_adresses', methode: 'GET', chemin: '/flux/adresses' },
   { outil: 'urbanisme_adresse', methode: 'GET', chemin: '/adresses/{cle_ban}/urbanisme' },
   { outil: 'documents_urbanisme', methode: 'GET', chemin: '/communes/{insee}/urbanisme' },
   { outil: 'coupes_facades', methode: 'POST', chemin: '/urbanisme/coupes' },

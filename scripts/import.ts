@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { banSource } from '../domain/adresses/import-ban.ts';
+import { annoncesSource } from '../domain/annonces/import.ts';
 import { communesSource } from '../domain/adresses/import-communes.ts';
 import { dpeSource } from '../domain/dpe/import.ts';
 import { dvfSource } from '../domain/dvf/import.ts';
@@ -46,6 +47,7 @@ const SOURCES: Record<string, ImportSource> = Object.fromEntries(
     irisSource,
     loyersSource,
     zonageAbcSource,
+    annoncesSource,
   ].map((source) => [source.name, source]),
 );
 
@@ -54,6 +56,7 @@ const USAGE = `Usage : npm run import -- <source> <chemin…> [--sandbox] [--bas
 DVF, BAN et loyers, publiés par morceaux (commune, département, année, type de logement), prennent plusieurs
 fichiers, un dossier (ses fichiers .csv, .csv.gz, à toute profondeur) ou un motif : npm run import -- dvf dvf-2024/ ;
 npm run import -- ban 'ban/adresses-*.csv.gz' ; npm run import -- loyers carte-des-loyers-2025/
+Les relevés d'annonces aussi (fichiers .jsonl, .jsonl.gz, .ndjson) : npm run import -- annonces releves/
 
 Sources :
 ${Object.entries(SOURCES)

@@ -4,7 +4,7 @@ import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { PoolClient } from 'pg';
 import proj4 from 'proj4';
-import type { Db, Queryable } from '../../db/client.ts';
+import { transaction, type Db } from '../../db/client.ts';
 import { colonnesDe, csvRecords, lignesDeDonnees, separateurDe, type CsvRecord } from '../import/csv.ts';
 import { parLots, upsert, type Lots, type Table } from '../import/ecriture.ts';
 import {
@@ -16,6 +16,7 @@ import {
   type ImportReport,
 } from '../import/source.ts';
 import { departementOf } from '../communes.ts';
+import { journaliser, nouvellesReferences } from '../flux/journal-adresses.ts';
 
 /**
  * Importer of energy-performance diagnoses (DPE) of dwellings, attached to BAN keys, and of energy audits:
@@ -33,7 +34,8 @@ import { departementOf } from '../communes.ts';
  * Files are streamed (a CSV record at a time; an XML file is one DPE, read whole, a folder one file at a time): memory
  * stays flat whatever the size. Rows are upserted in batches by (dataset, numero_dpe) and written only when a column
  * changed: importing the same data again changes nothing. A row without number, without a class A-G, or without a
- * valid date of establishment is rejected with its reason.
+ * valid date of establishment is rejected with its reason. The DPE and audits new to the database are novelties of
+ * their address, appended to its journal in the transaction that writes them (domain/flux/journal-adresses.ts).
  *
  * Nothing personal is read: the owner (`nom_proprietaire`, `adresse_proprietaire`, consent block), the diagnostician
  * (`diagnostiqueur` names, contacts, certification) and the dwelling's complements (floor, flat reference, residence
@@ -846,13 +848,21 @@ interface Compte {
   inchanges: number;
 }
 
-/** The DPE kept, upserted by batches; in a batch, the last row of a number wins (one upsert cannot touch a row twice). */
-function lotsDpe(db: Queryable, dataset: Dataset, report: DpeImportReport, options: DpeImportOptions): Lots<DpeRow> {
+/**
+ * The DPE kept, upserted by batches; in a batch, the last row of a number wins (one upsert cannot touch a row twice).
+ * A batch and its novelties (the DPE new to the database, compared by number before the write) are one transaction.
+ */
+function lotsDpe(db: Db, dataset: Dataset, report: DpeImportReport, options: DpeImportOptions): Lots<DpeRow> {
   return parLots<DpeRow>(
     LOT,
     async (lot) => {
       const uniques = new Map(lot.map((row) => [row.numero_dpe, { dataset, ...row }]));
-      const e = await upsert(db, TABLE_DPE, [...uniques.values()]);
+      const e = await transaction(db, async (client) => {
+        const nouveaux = await nouvellesReferences(client, 'dpe', dataset, [...uniques.keys()]);
+        const ecriture = await upsert(client, TABLE_DPE, [...uniques.values()]);
+        report.nouveautes += await journaliser(client, 'dpe', dataset, nouveaux);
+        return ecriture;
+      });
       report.dpe.ajoutes += e.ajoutees;
       report.dpe.modifies += e.modifiees;
       report.dpe.inchanges += uniques.size - e.ajoutees - e.modifiees;
@@ -871,21 +881,33 @@ async function garder(report: DpeImportReport, lots: Lots<DpeRow>, row: DpeRow):
 
 /**
  * Links audits to their DPE once both are known: the BAN key of the audited DPE when the audit source gives none,
- * and the pre-sale pack flag (audit and DPE at most 31 days apart). Only rows whose value changes are written.
+ * and the pre-sale pack flag (audit and DPE at most 31 days apart). Only rows whose value changes are written. An
+ * audit that so gets its first BAN key is a novelty of that address, journaled in the same transaction.
  */
-async function lierAudits(db: Queryable, dataset: Dataset): Promise<number> {
-  const { rowCount } = await db.query(
-    `UPDATE dpe_audits a
-        SET cle_ban = coalesce(a.cle_ban, d.cle_ban),
-            pack_pre_vente = abs(a.etabli_le - d.etabli_le) <= ${PACK_JOURS},
-            importe_le = now()
-       FROM dpe d
-      WHERE a.dataset = $1 AND d.dataset = a.dataset AND d.numero_dpe = a.numero_dpe
-        AND ((a.cle_ban IS NULL AND d.cle_ban IS NOT NULL)
-             OR a.pack_pre_vente IS DISTINCT FROM (abs(a.etabli_le - d.etabli_le) <= ${PACK_JOURS}))`,
-    [dataset],
-  );
-  return rowCount ?? 0;
+async function lierAudits(db: Db, dataset: Dataset, report: DpeImportReport): Promise<number> {
+  return transaction(db, async (client) => {
+    // The statement's parts read one snapshot: `adressees` are the audits without a key before the update.
+    const { rows } = await client.query<{ liees: number; adressees: string[] }>(
+      `WITH adressees AS (
+         SELECT a.numero_audit FROM dpe_audits a JOIN dpe d ON d.dataset = a.dataset AND d.numero_dpe = a.numero_dpe
+          WHERE a.dataset = $1 AND a.cle_ban IS NULL AND d.cle_ban IS NOT NULL),
+       liees AS (
+         UPDATE dpe_audits a
+            SET cle_ban = coalesce(a.cle_ban, d.cle_ban),
+                pack_pre_vente = abs(a.etabli_le - d.etabli_le) <= ${PACK_JOURS},
+                importe_le = now()
+           FROM dpe d
+          WHERE a.dataset = $1 AND d.dataset = a.dataset AND d.numero_dpe = a.numero_dpe
+            AND ((a.cle_ban IS NULL AND d.cle_ban IS NOT NULL)
+                 OR a.pack_pre_vente IS DISTINCT FROM (abs(a.etabli_le - d.etabli_le) <= ${PACK_JOURS}))
+         RETURNING 1)
+       SELECT (SELECT count(*)::int FROM liees) AS liees,
+              coalesce((SELECT array_agg(numero_audit) FROM adressees), '{}') AS adressees`,
+      [dataset],
+    );
+    report.nouveautes += await journaliser(client, 'audit', dataset, rows[0].adressees);
+    return rows[0].liees;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -904,6 +926,8 @@ export interface DpeImportReport extends ImportReport {
   sansCleBan: number;
   rattachementIncertain: number;
   finValiditeCalculee: number;
+  /** DPE and audits new to the database appended to the journal of address novelties. */
+  nouveautes: number;
 }
 
 function rapportDpe(source: string, format: DpeImportReport['format']): DpeImportReport {
@@ -919,6 +943,7 @@ function rapportDpe(source: string, format: DpeImportReport['format']): DpeImpor
     sansCleBan: 0,
     rattachementIncertain: 0,
     finValiditeCalculee: 0,
+    nouveautes: 0,
   };
 }
 
@@ -1018,7 +1043,7 @@ async function importerCsvAudit(
     ];
     await client.query('BEGIN');
     // cle_ban: the source's, else the one already linked from the audited DPE (kept, so a re-import is a no-op).
-    const { rows } = await client.query<{ ajoutes: number; modifies: number; total: number }>(
+    const { rows } = await client.query<{ ajoutes: number; modifies: number; total: number; nouveaux: string[] }>(
       `WITH audits AS (
          SELECT numero_audit, max(cle_ban) AS cle_ban, max(numero_dpe) AS numero_dpe,
                 max(numero_audit_remplace) AS numero_audit_remplace, min(etabli_le) AS etabli_le,
@@ -1036,12 +1061,16 @@ async function importerCsvAudit(
                 importe_le = now()
           WHERE (coalesce(excluded.cle_ban, a.cle_ban), ${comparees.map((c) => `excluded.${c}`).join(', ')})
                 IS DISTINCT FROM (a.cle_ban, ${comparees.map((c) => `a.${c}`).join(', ')})
-         RETURNING (xmax = 0) AS ajoute)
+         RETURNING numero_audit, (xmax = 0) AS ajoute)
        SELECT count(*) FILTER (WHERE ajoute)::int AS ajoutes, count(*) FILTER (WHERE NOT ajoute)::int AS modifies,
-              (SELECT count(*)::int FROM audits) AS total
+              (SELECT count(*)::int FROM audits) AS total,
+              coalesce(array_agg(numero_audit) FILTER (WHERE ajoute), '{}') AS nouveaux
          FROM up`,
       [dataset],
     );
+    // The audits the upsert inserted are the novelties (an audit without a BAN key of its own or of its DPE yet
+    // becomes one when lierAudits gives it one).
+    report.nouveautes += await journaliser(client, 'audit', dataset, rows[0].nouveaux);
     await client.query('COMMIT');
     report.audits.ajoutes = rows[0].ajoutes;
     report.audits.modifies = rows[0].modifies;
@@ -1118,7 +1147,7 @@ export async function importDpe(db: Db, source: string, options: DpeImportOption
   } else {
     report = await importerCsv(db, source, options);
   }
-  const liees = await lierAudits(db, dataset);
+  const liees = await lierAudits(db, dataset, report);
   // The Communes market reads the share of F and G labels per commune from its aggregate, never from raw DPE.
   await reconstruireDpeCommunes(db, dataset);
   await reconstruireDerives(db, dataset);
@@ -1139,6 +1168,7 @@ export async function importDpe(db: Db, source: string, options: DpeImportOption
           `fin de validité calculée (établissement + ${VALIDITE_ANS} ans) : ${report.finValiditeCalculee}`,
         ]),
     `audits liés à leur DPE : ${liees}`,
+    `nouveautés au journal des adresses : ${report.nouveautes}`,
   ];
   options.onProgress?.({ lus: report.lus, gardes: report.gardes });
   return report;

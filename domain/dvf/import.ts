@@ -10,6 +10,7 @@ import {
 import { createFreshVintages, vintagePartitions, type FreshVintages } from './partitions.ts';
 import { reconstruireMarche } from '../marche/agregats.ts';
 import { reconstruireDerives } from '../marche/derives.ts';
+import { journaliserVentes } from '../flux/journal-adresses.ts';
 import { LECTEURS, readInWorkers } from './readers.ts';
 import { createWriter, STAGING } from './rows.ts';
 
@@ -58,6 +59,8 @@ export interface DvfImportReport {
   sansCoordonnees: number;
   /** Mutations newly attached to a BAN number. */
   rattacheesBan: number;
+  /** Sales new to the database appended to the journal of address novelties. */
+  nouveautes: number;
   millesimes: number[];
 }
 
@@ -89,12 +92,16 @@ export async function importDvf(
     scindees: 0,
     sansCoordonnees: 0,
     rattacheesBan: 0,
+    nouveautes: 0,
     millesimes: [],
   };
   const client = await db.connect();
   let vintages: FreshVintages | null = null;
   try {
     await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [VERROU_IMPORT, dataset]);
+    // The sales that enter from now on are this import's (imports of a dataset run one at a time): its novelties.
+    // As text: a Date would drop the microseconds.
+    const debut = (await client.query<{ t: string }>('SELECT clock_timestamp()::text AS t')).rows[0]!.t;
     // The batches' commits do not wait for the disk: after a crash, an import is run again anyway (new vintages
     // are only visible once attached, a commit that waits). Hundreds of waits saved.
     await client.query('SET synchronous_commit = off');
@@ -157,9 +164,28 @@ export async function importDvf(
         ],
       );
     }
+    // What follows commits as usual, waiting for the disk.
+    await client.query('RESET synchronous_commit');
+    // The sales new to the database are novelties of their address, journaled once attached to the BAN. The batches
+    // were written in transactions of their own (and a new vintage in the one that attached it), which the writer
+    // does not share: this is one more. An import that dies between them and this one leaves its new sales out of
+    // the journal (run again, it finds them there already, and its start is later than theirs).
+    if (report.mutations.ajoutees > 0) {
+      await client.query('BEGIN');
+      try {
+        report.nouveautes = await journaliserVentes(client, dataset, {
+          insees: lecture.insees,
+          millesimes: lecture.millesimes.map((v) => v.millesime),
+          depuis: debut,
+        });
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    }
     // The Communes market's prices are rebuilt for the communes read, once their sales are all there: a reader of
     // the market never computes over raw sales (domain/marche/agregats.ts).
-    await client.query('RESET synchronous_commit');
     await reconstruireMarche(client, dataset, lecture.insees);
     // Then the rankings, comparisons, quarter prices and pre-market, which read those prices (domain/marche/derives.ts).
     await reconstruireDerives(client, dataset);
@@ -243,6 +269,7 @@ async function runDvf(
         `millésimes : ${report.millesimes.join(', ') || 'aucun'}`,
         `sans coordonnées dans le fichier : ${report.sansCoordonnees} mutations`,
         `rattachées à un numéro BAN : ${report.rattacheesBan}`,
+        `nouveautés au journal des adresses : ${report.nouveautes}`,
         ...(report.scindees
           ? [`lignes non consécutives : ${report.scindees} mutations regroupées en seconde lecture`]
           : []),

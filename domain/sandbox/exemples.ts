@@ -50,6 +50,14 @@ async function conversation(appeler: ContexteExemple['appeler']): Promise<string
 export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   resoudre_adresse: [{ q: '11 rue des Pins Latresne' }, { q: 'rue des Pins', code_postal: '33360', limite: 3 }],
   resoudre_adresse_inverse: [{ lat: 44.782339, lon: -0.498405 }],
+  // A private seller's house (the first listing of Latresne), and a professional's: raw data, and a selection.
+  annonce: [
+    { id: 'portal_a:9000001' },
+    { id: 'portal_a:9000002', inclure: 'brut' },
+    { id: 'portal_a:9000002', champs: 'analyse.score,analyse.sous_scores.marche,dpe,annonceur.siren' },
+  ],
+  // Served from the live data (no sandbox): the demonstration's events from the start; two genres of two communes.
+  flux_annonces: [{}, { genres: ['baisse_prix', 'nouvelle'], insee: ['33234', '75111'], limite: 5 }],
   valider_adresse: [
     {
       id: 'portal_a:1234567',
@@ -165,6 +173,8 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
       description: 'Maison lumineuse, cuisine équipée refaite en 2022, double vitrage.',
     },
   ],
+  // The demonstration's novelties from the start; those of one commune, two genres, a page of five.
+  flux_adresses: [{}, { genres: ['dpe', 'vente'], insee: ['33234'], limite: 5 }],
   permis_adresse: [{ cle_ban: '33001_z015_00002' }],
   permis_adresse_parcelle: [{ id_parcelle: '33001000AD0397' }],
   societes_civiles: [{ cle_ban: '33001_z003_00012' }],

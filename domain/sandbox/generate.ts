@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { annoncesPart } from './parts/annonces.ts';
 import { banPart } from './parts/ban.ts';
 import { bodaccPart } from './parts/bodacc.ts';
 import { dpePart } from './parts/dpe.ts';
@@ -28,6 +29,7 @@ export { FICTIF } from './part.ts';
  * - SCI are SIRENE legal units with their seat at a BAN number; their BODACC notices carry their SIREN and seat.
  * - Strasbourg (67482) is Alsace-Moselle: addresses, DPE, permits and companies, but no DVF sale.
  * - Rent indicators cover the five communes (the arrondissement, as the source does); the A/B/C zoning names Paris.
+ * - Listings stand at BAN numbers (or near them); an agency that sells them is the SIRENE agency of its commune.
  *
  * Fictitious on purpose, and said so where a format has a free field: company names end with « (FICTIVE) », IRIS
  * names with « (contour fictif) », zoning labels with « (zonage fictif) », the communes of the rent indicators with
@@ -59,6 +61,7 @@ const PARTS = [
   gpuPart,
   loyersPart,
   zonageAbcPart,
+  annoncesPart,
 ] as const;
 
 export type SandboxSource = (typeof PARTS)[number]['source'];

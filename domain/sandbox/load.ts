@@ -60,12 +60,28 @@ const ETAPES: Etape[] = [
   },
   { source: 'loyers', module: '../loyers/import.ts', export: 'loyersSource', tables: ['loyers_communes'] },
   { source: 'zonage-abc', module: '../zonage-abc/import.ts', export: 'zonageAbcSource', tables: ['zonage_abc'] },
+  // Last: their analysis reads the price scales, rents and zoning, their sellers SIRENE.
+  {
+    source: 'annonces',
+    module: '../annonces/import.ts',
+    export: 'annoncesSource',
+    tables: ['annonces', 'annonces_evenements'],
+  },
 ];
 
+/**
+ * The journals the imports of several steps append to (domain/flux/journal-adresses.ts): the load writes the
+ * demonstration's novelties, so that its feed has something to serve.
+ */
+const JOURNAUX = ['journal_adresses'];
+
 /** The tables the load writes, each with a `dataset` column. */
-export const TABLES_CHARGEES = ETAPES.flatMap((e) => e.tables);
+export const TABLES_CHARGEES = [...ETAPES.flatMap((e) => e.tables), ...JOURNAUX];
 /** Those of the generated territory proper: the administrative split is real data, from the npm packages. */
-export const TABLES_DEMONSTRATION = ETAPES.filter((e) => e.source !== 'communes').flatMap((e) => e.tables);
+export const TABLES_DEMONSTRATION = [
+  ...ETAPES.filter((e) => e.source !== 'communes').flatMap((e) => e.tables),
+  ...JOURNAUX,
+];
 
 /** What the live dataset holds: nothing, the demonstration territory, or real data. */
 export type LiveData = 'vide' | 'demonstration' | 'reelles';
@@ -93,7 +109,9 @@ export async function clearDemonstration(db: Db, log: (line: string) => void = (
   await transaction(db, async (client) => {
     // Sales: the demonstration's vintages dropped whole, for the real ones to be loaded the fast way.
     await emptyDvf(client, 'live');
-    for (const table of ETAPES.filter((e) => e.source !== 'communes' && e.source !== 'dvf').flatMap((e) => e.tables)) {
+    // The journals too: nothing else ever removes an event, but no fictitious novelty may be served as real.
+    const tables = ETAPES.filter((e) => e.source !== 'communes' && e.source !== 'dvf').flatMap((e) => e.tables);
+    for (const table of [...tables, ...JOURNAUX]) {
       await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
     }
     // What the backtest derived from the demonstration's sales: the real data are measured by `npm run modeles`.

@@ -8,8 +8,11 @@ import { createTestApp, type TestApp } from '../support/app.ts';
 // every operation with a sandbox, asked by a test key about a territory outside it (Marseille, département 13), is
 // refused so, nothing debited, rather than answered with an empty list or a 404.
 
-/** Sandbox operations whose input names no territory: a model's measures, a task's result. */
-const SANS_TERRITOIRE = new Set(['modeles', 'modeles_modele', 'resultat_lire_plu']);
+/**
+ * Sandbox operations whose input names no territory: a model's measures, a task's result, a listing (an identifier:
+ * one outside the frozen set is absent from it, 404).
+ */
+const SANS_TERRITOIRE = new Set(['modeles', 'modeles_modele', 'resultat_lire_plu', 'annonce']);
 
 const HORS: Record<string, Array<{ method: 'GET' | 'POST'; url: string; body?: object }>> = {
   resoudre_adresse: [

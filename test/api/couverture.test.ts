@@ -22,6 +22,9 @@ const CAS: Record<string, { plein: Entree; vides: Entree[] }> = {
       { q: 'rue des Pins', code_postal: '13001' },
     ],
   },
+  // A listing of the demonstration, then one no portal has; the feed of a commune, then places and a time without.
+  annonce: { plein: { id: 'portal_a:9000001' }, vides: [{ id: 'portal_a:0000000' }] },
+  flux_annonces: { plein: { insee: '33234' }, vides: [{ insee: '13201' }, { depuis: '2099-01-01' }] },
   resoudre_adresse_inverse: { plein: { lat: 44.782339, lon: -0.498405 }, vides: [{ lat: 43.2965, lon: 5.3698 }] },
   faits_adresse: { plein: { cle_ban: '33234_z008_00018_ter' }, vides: [{ cle_ban: '67482_z001_00001' }] },
   ventes_adresse: { plein: { cle_ban: '75111_z025_00010' }, vides: [{ cle_ban: '67482_z001_00001' }] },
@@ -77,6 +80,11 @@ const CAS: Record<string, { plein: Entree; vides: Entree[] }> = {
   },
   permis_adresse_parcelle: { plein: { id_parcelle: '33001000AD0397' }, vides: [{ id_parcelle: '13201000AB0001' }] },
   societes_civiles: { plein: { cle_ban: '33001_z003_00012' }, vides: [{ cle_ban: '67482_z001_00001' }] },
+  // The demonstration's journal: a commune of the territory, then places and a time it has no novelty of.
+  flux_adresses: {
+    plein: { insee: '33234' },
+    vides: [{ insee: '13201' }, { cp: '13001' }, { depuis: '2099-01-01' }],
+  },
   // Computed from the law's values wherever the commune is: only an unknown commune yields nothing.
   taxe_amenagement: {
     plein: { insee: '33234', surface_taxable_creee_m2: 120, residence_principale: true },
