@@ -216,8 +216,8 @@ export const AnnonceListeSchema = z.object({
 });
 export type AnnonceListe = z.infer<typeof AnnonceListeSchema>;
 
-/** A row of `annonces` as the operations read it. */
-export interface LigneAnnonce {
+/** The columns of `annonces` that the importer and the operations read alike. */
+export interface ColonnesAnnonce {
   id: string;
   portail: Portail;
   identifiant: string;
@@ -246,7 +246,6 @@ export interface LigneAnnonce {
   terrain_portail_m2: number | null;
   jardin_privatif_m2: number | null;
   annee_construction: number | null;
-  dpe: Partial<Dpe>;
   equipements: Partial<Equipements>;
   details_portail: Partial<DetailsPortail>;
   type_vendeur: TypeVendeur;
@@ -256,13 +255,18 @@ export interface LigneAnnonce {
   photos: string[];
   premiere_parution: string | null;
   premiere_parution_estimee: boolean;
+  releves: number;
+  brut: Record<string, unknown> | null;
+  bien_uid: string;
+}
+
+/** A row of `annonces` as the operations read it: dates as dates, the analysis. */
+export interface LigneAnnonce extends ColonnesAnnonce {
+  dpe: Partial<Dpe>;
   entree_le: Date;
   vu_le: Date;
   retire_le: Date | null;
   maj_le: Date;
-  releves: number;
-  brut: Record<string, unknown> | null;
-  bien_uid: string;
   principale: boolean;
   analyse: Analyse | null;
 }

@@ -20,16 +20,14 @@ import {
   type Rejeter,
 } from '../import/source.ts';
 import { analyserAnnonces } from './analyse.ts';
+import type { ColonnesAnnonce } from './fiche.ts';
 import { candidatsBien, memeBien, nouveauBienUid, rattacherBan, type Signature } from './biens.ts';
 import {
   jourParis,
   lireReleve,
   plier,
   type Champs,
-  type DetailsPortail,
   type Dpe,
-  type Equipements,
-  type Portail,
   type Precision,
   type Releve,
   type Statut,
@@ -76,57 +74,17 @@ const LOT = 500;
 const MAX_LIGNE = 1 << 20;
 export const FICHIERS_ANNONCES = /\.(?:jsonl|ndjson|json)(?:\.gz)?$/i;
 
-/** A listing as the importer reads and writes it. */
-interface Ligne {
-  id: string;
-  portail: Portail;
-  identifiant: string;
-  lien: string | null;
+/** A listing as the importer reads and writes it: dates as the database's text, what keeps its events once. */
+interface Ligne extends ColonnesAnnonce {
   lien_cle: string | null;
-  statut: Statut;
-  type: TypeBien;
-  neuf_ancien: 'neuf' | 'ancien' | null;
-  commune: string | null;
-  code_postal: string | null;
-  insee: string | null;
-  departement: string | null;
-  region: string | null;
-  lat: number | null;
-  lon: number | null;
-  precision_position: Precision;
-  cle_ban: string | null;
-  prix: number | null;
-  prix_m2_portail: number | null;
-  surface: number | null;
-  pieces: number | null;
-  chambres: number | null;
-  etage: number | null;
-  nb_etages: number | null;
-  salles_de_bain: number | null;
-  salles_d_eau: number | null;
-  terrain_portail_m2: number | null;
-  jardin_privatif_m2: number | null;
-  annee_construction: number | null;
   dpe: Dpe;
-  equipements: Partial<Equipements>;
-  details_portail: Partial<DetailsPortail>;
-  type_vendeur: TypeVendeur;
-  annonceur: Annonceur | null;
   vendeur_cle: string;
-  titre: string | null;
-  description: string | null;
-  photos: string[];
-  premiere_parution: string | null;
-  premiere_parution_estimee: boolean;
   entree_le: string;
   vu_le: string;
   prix_le: string | null;
   retire_le: string | null;
   maj_le: string;
-  releves: number;
   nouvelle_ecrite: boolean;
-  brut: Record<string, unknown> | null;
-  bien_uid: string;
 }
 
 const TYPES_COLONNES: Record<keyof Ligne, string> = {
