@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.ts';
 import { plier } from '../adresses/resoudre.ts';
 import { colonnesDe, csvRecords, dateIso, lecteurDe, lignesDeDonnees, separateurDe, texte } from '../import/csv.ts';
-import { ligneEcriture, upsertParLots, type Ecriture, type Lu, type Table } from '../import/ecriture.ts';
+import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
 import {
   exigerFichier,
   ImportError,
@@ -11,7 +11,7 @@ import {
   type DatasetImportOptions,
   type ImportReport,
 } from '../import/source.ts';
-import { lotsJournalises } from '../flux/journal-adresses.ts';
+import { avecLotsJournalises } from '../flux/journal-adresses.ts';
 import { clesBan } from './rattachement.ts';
 
 /**
@@ -355,54 +355,50 @@ export async function importBodacc(db: Db, file: string, options: DatasetImportO
   let civiles = 0;
   let rattaches = 0;
   let illisibles = 0;
-  let ecriture: Ecriture;
   // Each batch is one transaction with its novelties: the notices of civil companies new to the database.
-  const client = await db.connect();
-  const journal = lotsJournalises(client, 'societe_civile', dataset);
-  try {
-    const lots = upsertParLots<Avis>(client, {
-      table: AVIS,
-      taille: LOT,
-      cle: (l) => l.row.id as string,
-      report,
-      rejeter,
-      onProgress: options.onProgress,
-      async completer(lot) {
-        await journal.avant(lot.map((l) => l.row.id as string));
-        const cles = await clesBan(
-          client,
-          dataset,
-          lot.map((l) => (l.adresse ? { ...l.adresse } : {})),
-        );
-        lot.forEach((l, i) => {
-          l.row.cle_ban = cles[i];
-          if (cles[i]) rattaches++;
-          if (l.row.porte_sur_personne_physique) physiques++;
-          if (l.row.societe_civile) civiles++;
-          if (l.jsonIllisible) illisibles++;
-        });
-      },
-    });
+  const { resultat: ecriture, nouveautes } = await avecLotsJournalises(
+    db,
+    'societe_civile',
+    dataset,
+    async (client, journal) => {
+      const lots = upsertParLots<Avis>(client, {
+        table: AVIS,
+        taille: LOT,
+        cle: (l) => l.row.id as string,
+        report,
+        rejeter,
+        onProgress: options.onProgress,
+        async completer(lot) {
+          await journal.avant(lot.map((l) => l.row.id as string));
+          const cles = await clesBan(
+            client,
+            dataset,
+            lot.map((l) => (l.adresse ? { ...l.adresse } : {})),
+          );
+          lot.forEach((l, i) => {
+            l.row.cle_ban = cles[i];
+            if (cles[i]) rattaches++;
+            if (l.row.porte_sur_personne_physique) physiques++;
+            if (l.row.societe_civile) civiles++;
+            if (l.jsonIllisible) illisibles++;
+          });
+        },
+      });
 
-    for await (const { ligne, champs } of lignesDeDonnees(records, entete.length, report, rejeter)) {
-      const lu = avisDe(lecteurDe(colonnes, champs), dataset, ligne);
-      if (typeof lu === 'string') rejeter(ligne, lu);
-      else await lots.garder(lu);
-    }
-    ecriture = await lots.terminer();
-    await journal.terminer();
-  } catch (error) {
-    await journal.abandonner();
-    throw error;
-  } finally {
-    client.release();
-  }
+      for await (const { ligne, champs } of lignesDeDonnees(records, entete.length, report, rejeter)) {
+        const lu = avisDe(lecteurDe(colonnes, champs), dataset, ligne);
+        if (typeof lu === 'string') rejeter(ligne, lu);
+        else await lots.garder(lu);
+      }
+      return lots.terminer();
+    },
+  );
   report.details.push(
     ligneEcriture('avis', report.gardes, ecriture),
     `sur des personnes physiques (gardés sans nom) : ${physiques}`,
     `sur des sociétés civiles : ${civiles}`,
     `sièges rattachés à un numéro de la BAN : ${rattaches}`,
-    `nouveautés au journal des adresses : ${journal.nouveautes}`,
+    `nouveautés au journal des adresses : ${nouveautes}`,
   );
   if (illisibles > 0) report.details.push(`avis dont une colonne JSON est illisible (lue comme vide) : ${illisibles}`);
   return report;

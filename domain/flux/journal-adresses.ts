@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import type { Queryable } from '../../db/client.ts';
+import type { Db, Queryable } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 
 /**
@@ -244,6 +244,31 @@ export function lotsJournalises(client: PoolClient, genre: Genre, dataset: Datas
       ouverte = false;
     },
   };
+}
+
+/**
+ * Runs an importer's writes on a connection of their own, each batch a transaction with its novelties
+ * (lotsJournalises): the last batch committed at the end, what is open rolled back on a failure, the connection given
+ * back either way.
+ */
+export async function avecLotsJournalises<T>(
+  db: Db,
+  genre: Genre,
+  dataset: Dataset,
+  travail: (client: PoolClient, journal: ReturnType<typeof lotsJournalises>) => Promise<T>,
+): Promise<{ resultat: T; nouveautes: number }> {
+  const client = await db.connect();
+  const journal = lotsJournalises(client, genre, dataset);
+  try {
+    const resultat = await travail(client, journal);
+    await journal.terminer();
+    return { resultat, nouveautes: journal.nouveautes };
+  } catch (error) {
+    await journal.abandonner();
+    throw error;
+  } finally {
+    client.release();
+  }
 }
 
 /**

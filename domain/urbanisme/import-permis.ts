@@ -1,9 +1,9 @@
 import type { Db } from '../../db/client.ts';
 import { isInseeCode } from '../communes.ts';
 import { clesBan } from '../entreprises/rattachement.ts';
-import { lotsJournalises } from '../flux/journal-adresses.ts';
+import { avecLotsJournalises } from '../flux/journal-adresses.ts';
 import { colonnesDe, csvRecords, dateIso, lecteurDe, lignesDeDonnees, nombre, separateurDe } from '../import/csv.ts';
-import { ligneEcriture, upsertParLots, type Ecriture, type Lu, type Table } from '../import/ecriture.ts';
+import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
 import {
   exigerFichier,
   ImportError,
@@ -328,57 +328,53 @@ export async function importPermis(db: Db, file: string, options: DatasetImportO
   const ignorees = { parcelles: 0 };
   let physiques = 0;
   let rattaches = 0;
-  let ecriture: Ecriture;
   // Each batch is one transaction with its novelties: the authorisations new to the database.
-  const client = await db.connect();
-  const journal = lotsJournalises(client, 'permis', dataset);
-  try {
-    const lots = upsertParLots<Lu>(client, {
-      table: TABLE,
-      taille: LOT,
-      cle: (l) => `${l.row.type} ${l.row.numero}`,
-      report,
-      rejeter,
-      onProgress: options.onProgress,
-      async completer(lot) {
-        await journal.avant(lot.map((l) => `${l.row.type} ${l.row.numero}`));
-        const cles = await clesBan(
-          client,
-          dataset,
-          lot.map((l) => ({
-            insee: l.row.insee as string,
-            codePostal: l.row.terrain_code_postal as string | null,
-            numero: l.row.terrain_numero as string | null,
-            voie: l.row.terrain_voie as string | null,
-          })),
-        );
-        lot.forEach((l, i) => {
-          l.row.cle_ban = cles[i];
-          if (cles[i]) rattaches++;
-          if (l.row.demandeur_personne_physique) physiques++;
-        });
-      },
-    });
+  const { resultat: ecriture, nouveautes } = await avecLotsJournalises(
+    db,
+    'permis',
+    dataset,
+    async (client, journal) => {
+      const lots = upsertParLots<Lu>(client, {
+        table: TABLE,
+        taille: LOT,
+        cle: (l) => `${l.row.type} ${l.row.numero}`,
+        report,
+        rejeter,
+        onProgress: options.onProgress,
+        async completer(lot) {
+          await journal.avant(lot.map((l) => `${l.row.type} ${l.row.numero}`));
+          const cles = await clesBan(
+            client,
+            dataset,
+            lot.map((l) => ({
+              insee: l.row.insee as string,
+              codePostal: l.row.terrain_code_postal as string | null,
+              numero: l.row.terrain_numero as string | null,
+              voie: l.row.terrain_voie as string | null,
+            })),
+          );
+          lot.forEach((l, i) => {
+            l.row.cle_ban = cles[i];
+            if (cles[i]) rattaches++;
+            if (l.row.demandeur_personne_physique) physiques++;
+          });
+        },
+      });
 
-    for await (const { ligne, champs } of lignesDeDonnees(records, noms.length, report, rejeter)) {
-      const lu = permisDe(lecteurDe(colonnes, champs), noms, source, dataset, ligne, ignorees);
-      if (typeof lu === 'string') rejeter(ligne, lu);
-      else await lots.garder(lu);
-    }
-    ecriture = await lots.terminer();
-    await journal.terminer();
-  } catch (error) {
-    await journal.abandonner();
-    throw error;
-  } finally {
-    client.release();
-  }
+      for await (const { ligne, champs } of lignesDeDonnees(records, noms.length, report, rejeter)) {
+        const lu = permisDe(lecteurDe(colonnes, champs), noms, source, dataset, ligne, ignorees);
+        if (typeof lu === 'string') rejeter(ligne, lu);
+        else await lots.garder(lu);
+      }
+      return lots.terminer();
+    },
+  );
   report.details.push(
     `fichier : ${source}`,
     ligneEcriture('autorisations', report.gardes, ecriture),
     `demandées par une personne physique (demandeur non gardé) : ${physiques}`,
     `terrains rattachés à un numéro de la BAN : ${rattaches}`,
-    `nouveautés au journal des adresses : ${journal.nouveautes}`,
+    `nouveautés au journal des adresses : ${nouveautes}`,
   );
   if (ignorees.parcelles > 0) {
     report.details.push(`références cadastrales ignorées (section ou numéro hors format) : ${ignorees.parcelles}`);
