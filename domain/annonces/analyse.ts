@@ -6,7 +6,7 @@ import { FRAIS_NOTAIRE, INTERDICTIONS, moisRestants } from '../estimation/operat
 import { indicateurs } from '../marche/indicateurs.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import type { Classe, DetailsPortail, Dpe, Precision, TypeBien } from './format.ts';
-import { ecrireEvenements, type NouvelEvenement } from './journal.ts';
+import { ecrireEvenements, verrouillerJournal, type NouvelEvenement } from './journal.ts';
 
 /**
  * The analysis of a listing (the `analyse` block): deterministic, computed by the server alone from what it holds (the
@@ -15,9 +15,11 @@ import { ecrireEvenements, type NouvelEvenement } from './journal.ts';
  * so the same listing in the same market always gets the same analysis.
  *
  * Each sub-score is on 0-100 (higher is better for the buyer), or null when its inputs are missing, said in `limites`.
- * Their methods are METHODES below, published in the operation's description. It is recomputed after each import for
- * the listings the import touched whose inputs changed (their fingerprint, `analyse_empreinte`): the first analysis
- * writes an `analyse` event, each later one a `reanalyse` event (with the score before and after).
+ * Their methods are METHODES below, published in the operation's description. It is recomputed where its inputs
+ * changed (their fingerprint, `analyse_empreinte`): after a listings import for the listings it touched, and after an
+ * import of what it reads of the commune (DVF sales, rents, DPE: reanalyse.ts) for the active listings of the communes
+ * concerned. The first analysis writes an `analyse` event, each later one a `reanalyse` event (with the score before
+ * and after).
  */
 
 export const SOUS_SCORES = [
@@ -558,122 +560,158 @@ export function chargesSuspectes(
 
 const JOUR_MS = 86_400_000;
 
+/** Listings analysed in one transaction. */
+const LOT_ANALYSE = 200;
+
 /**
  * Analyses the listings `ids` again where their inputs changed, and writes the events: `analyse` the first time,
  * `reanalyse` after. Returns how many analyses were written and events appended.
+ *
+ * Called after each import that changes the inputs: the listings importer for the listings it touched, the importers
+ * of what the analysis reads of the commune (reanalyse.ts) for the active listings of the communes they changed; they
+ * may run at once. So each batch reads the listings and their commune's context, compares the fingerprints and writes
+ * in one transaction that holds the journal's lock from its first statement (journal.ts, as the listings importer
+ * does): two passes never both write the `reanalyse` of one change, nor does a pass that read a listing before a
+ * snapshot changed it write its analysis over the newer one. The context is read under the lock too, and kept for the
+ * batch only: an importer commits its data before its own pass takes the lock, so whichever pass comes last has read
+ * it.
  */
 export async function analyserAnnonces(
   db: Db,
   dataset: Dataset,
   ids: string[],
 ): Promise<{ analysees: number; evenements: number }> {
-  const cache = new Map<string, Awaited<ReturnType<typeof indicateurs>>>();
   let analysees = 0;
   let evenements = 0;
-  for (let i = 0; i < ids.length; i += 200) {
-    const lot = ids.slice(i, i + 200);
-    const { rows } = await db.query<LigneAnalyse>(
-      `SELECT id, bien_uid, type, neuf_ancien, prix, surface, pieces, chambres, terrain_portail_m2, dpe,
-              details_portail, description, photos, precision_position, annee_construction,
-              to_char(premiere_parution, 'YYYY-MM-DD') AS premiere_parution, vu_le, insee, code_postal, departement,
-              resultat_analyse AS analyse, analyse_empreinte
-         FROM annonces WHERE dataset = $1 AND id = ANY($2::text[]) ORDER BY id`,
-      [dataset, lot],
-    );
-    if (rows.length === 0) continue;
-    const [historiques, biens] = await Promise.all([
-      db.query<{ annonce_id: string; le: Date; avant: number | null; apres: number }>(
-        `SELECT annonce_id, le, (avant->>'prix')::float8 AS avant, (apres->>'prix')::float8 AS apres
-           FROM annonces_evenements
-          WHERE dataset = $1 AND annonce_id = ANY($2::text[]) AND genre IN ('baisse_prix', 'hausse_prix')
-          ORDER BY id`,
-        [dataset, lot],
-      ),
-      db.query<{ bien_uid: string; nb_agences: number; nb_portails: number }>(
-        `SELECT bien_uid, count(DISTINCT vendeur_cle) FILTER (WHERE statut = 'actif')::int AS nb_agences,
-                count(DISTINCT portail) FILTER (WHERE statut = 'actif')::int AS nb_portails
-           FROM annonces WHERE dataset = $1 AND bien_uid = ANY($2::text[]) GROUP BY bien_uid`,
-        [dataset, [...new Set(rows.map((r) => r.bien_uid))]],
-      ),
-    ]);
-    const ecrire: Array<{ id: string; analyse: Analyse; empreinte: string }> = [];
-    const nouveaux: NouvelEvenement[] = [];
-    for (const r of rows) {
-      const changements = historiques.rows.filter((h) => h.annonce_id === r.id);
-      const bien = biens.rows.find((b) => b.bien_uid === r.bien_uid);
-      const terrainS = terrainSuspect(r.type, r.terrain_portail_m2, r.surface);
-      const entrees: EntreesAnalyse = {
-        type: r.type,
-        neuf: r.neuf_ancien === 'neuf',
-        prix: r.prix,
-        surface: r.surface,
-        pieces: r.pieces,
-        chambres: r.chambres,
-        terrain_m2: terrainS ? null : r.terrain_portail_m2,
-        terrain_suspect: terrainS,
-        dpe: { etiquette: r.dpe.etiquette ?? null, ges_statut: r.dpe.ges_statut ?? null },
-        details: { ...r.details_portail, charges_suspectes: chargesSuspectes(r.type, r.details_portail, r.surface) },
-        description: r.description,
-        photos: r.photos.length,
-        precision: r.precision_position,
-        annee_construction: r.annee_construction,
-        jours_en_ligne: r.premiere_parution
-          ? Math.max(0, Math.floor((r.vu_le.getTime() - Date.parse(`${r.premiere_parution}T00:00:00Z`)) / JOUR_MS))
-          : null,
-        prix_initial: changements[0]?.avant ?? r.prix,
-        changements_prix: changements.map((h) => ({ le: h.le.toISOString(), prix: h.apres })),
-        nb_agences: Math.max(1, bien?.nb_agences ?? 1),
-        nb_portails: Math.max(1, bien?.nb_portails ?? 1),
-        departement:
-          r.departement ?? (r.insee ? (communeByCode(r.insee)?.departement ?? departementOf(r.insee)) : null),
-        le: r.vu_le.toISOString(),
-      };
-      const contexte = await contexteCommune(db, dataset, r.insee, r.type, r.pieces, cache);
-      const signe = empreinte(entrees, contexte);
-      if (signe === r.analyse_empreinte) continue;
-      const analyse = analyser(entrees, contexte);
-      ecrire.push({ id: r.id, analyse, empreinte: signe });
-      const ou = { annonceId: r.id, insee: r.insee, codePostal: r.code_postal, departement: r.departement };
-      if (!r.analyse) {
-        nouveaux.push({
-          ...ou,
-          genre: 'analyse',
-          le: analyse.analyse_le,
-          avant: null,
-          apres: { analyse_le: analyse.analyse_le, score: analyse.score },
-        });
-      } else {
-        nouveaux.push({
-          ...ou,
-          genre: 'reanalyse',
-          le: analyse.analyse_le,
-          avant: { analyse_le: r.analyse.analyse_le, score: r.analyse.score },
-          apres: { analyse_le: analyse.analyse_le, score: analyse.score },
-        });
-      }
-    }
-    if (ecrire.length === 0) continue;
-    await transaction(db, async (client) => {
-      await client.query(
-        `UPDATE annonces a SET resultat_analyse = r.resultat, analyse_empreinte = r.empreinte, analyse_le = r.analyse_le
-           FROM jsonb_to_recordset($2::jsonb) AS r(id text, resultat jsonb, empreinte text, analyse_le timestamptz)
-          WHERE a.dataset = $1 AND a.id = r.id`,
-        [
-          dataset,
-          JSON.stringify(
-            ecrire.map((x) => ({
-              id: x.id,
-              resultat: x.analyse,
-              empreinte: x.empreinte,
-              analyse_le: x.analyse.analyse_le,
-            })),
-          ),
-        ],
-      );
-      await ecrireEvenements(client, dataset, nouveaux);
+  for (let i = 0; i < ids.length; i += LOT_ANALYSE) {
+    const lot = ids.slice(i, i + LOT_ANALYSE);
+    const fait = await transaction(db, async (client) => {
+      await verrouillerJournal(client, dataset);
+      return analyserLot(client, dataset, lot);
     });
-    analysees += ecrire.length;
-    evenements += nouveaux.length;
+    analysees += fait.analysees;
+    evenements += fait.evenements;
   }
   return { analysees, evenements };
+}
+
+/**
+ * `client` for a reader that sends its statements at once (the commune's indicators read their tables in parallel):
+ * one after the other, as one connection takes them. On the pool they would need more connections than the one this
+ * batch holds, and a caller holding the others would leave it waiting.
+ */
+function enSerie(client: Queryable): Queryable {
+  let file: Promise<unknown> = Promise.resolve();
+  const query = (...args: unknown[]) => {
+    const suite = file.then(() => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    file = suite.catch(() => {});
+    return suite;
+  };
+  return { query } as Queryable;
+}
+
+/** One batch of analyserAnnonces, in its transaction, under the journal's lock. */
+async function analyserLot(
+  client: Queryable,
+  dataset: Dataset,
+  lot: string[],
+): Promise<{ analysees: number; evenements: number }> {
+  const cache = new Map<string, Awaited<ReturnType<typeof indicateurs>>>();
+  const lecteur = enSerie(client);
+  const { rows } = await client.query<LigneAnalyse>(
+    `SELECT id, bien_uid, type, neuf_ancien, prix, surface, pieces, chambres, terrain_portail_m2, dpe,
+            details_portail, description, photos, precision_position, annee_construction,
+            to_char(premiere_parution, 'YYYY-MM-DD') AS premiere_parution, vu_le, insee, code_postal, departement,
+            resultat_analyse AS analyse, analyse_empreinte
+       FROM annonces WHERE dataset = $1 AND id = ANY($2::text[]) ORDER BY id`,
+    [dataset, lot],
+  );
+  if (rows.length === 0) return { analysees: 0, evenements: 0 };
+  const historiques = await client.query<{ annonce_id: string; le: Date; avant: number | null; apres: number }>(
+    `SELECT annonce_id, le, (avant->>'prix')::float8 AS avant, (apres->>'prix')::float8 AS apres
+       FROM annonces_evenements
+      WHERE dataset = $1 AND annonce_id = ANY($2::text[]) AND genre IN ('baisse_prix', 'hausse_prix')
+      ORDER BY id`,
+    [dataset, lot],
+  );
+  const biens = await client.query<{ bien_uid: string; nb_agences: number; nb_portails: number }>(
+    `SELECT bien_uid, count(DISTINCT vendeur_cle) FILTER (WHERE statut = 'actif')::int AS nb_agences,
+            count(DISTINCT portail) FILTER (WHERE statut = 'actif')::int AS nb_portails
+       FROM annonces WHERE dataset = $1 AND bien_uid = ANY($2::text[]) GROUP BY bien_uid`,
+    [dataset, [...new Set(rows.map((r) => r.bien_uid))]],
+  );
+  const ecrire: Array<{ id: string; analyse: Analyse; empreinte: string }> = [];
+  const nouveaux: NouvelEvenement[] = [];
+  for (const r of rows) {
+    const changements = historiques.rows.filter((h) => h.annonce_id === r.id);
+    const bien = biens.rows.find((b) => b.bien_uid === r.bien_uid);
+    const terrainS = terrainSuspect(r.type, r.terrain_portail_m2, r.surface);
+    const entrees: EntreesAnalyse = {
+      type: r.type,
+      neuf: r.neuf_ancien === 'neuf',
+      prix: r.prix,
+      surface: r.surface,
+      pieces: r.pieces,
+      chambres: r.chambres,
+      terrain_m2: terrainS ? null : r.terrain_portail_m2,
+      terrain_suspect: terrainS,
+      dpe: { etiquette: r.dpe.etiquette ?? null, ges_statut: r.dpe.ges_statut ?? null },
+      details: { ...r.details_portail, charges_suspectes: chargesSuspectes(r.type, r.details_portail, r.surface) },
+      description: r.description,
+      photos: r.photos.length,
+      precision: r.precision_position,
+      annee_construction: r.annee_construction,
+      jours_en_ligne: r.premiere_parution
+        ? Math.max(0, Math.floor((r.vu_le.getTime() - Date.parse(`${r.premiere_parution}T00:00:00Z`)) / JOUR_MS))
+        : null,
+      prix_initial: changements[0]?.avant ?? r.prix,
+      changements_prix: changements.map((h) => ({ le: h.le.toISOString(), prix: h.apres })),
+      nb_agences: Math.max(1, bien?.nb_agences ?? 1),
+      nb_portails: Math.max(1, bien?.nb_portails ?? 1),
+      departement: r.departement ?? (r.insee ? (communeByCode(r.insee)?.departement ?? departementOf(r.insee)) : null),
+      le: r.vu_le.toISOString(),
+    };
+    const contexte = await contexteCommune(lecteur, dataset, r.insee, r.type, r.pieces, cache);
+    const signe = empreinte(entrees, contexte);
+    if (signe === r.analyse_empreinte) continue;
+    const analyse = analyser(entrees, contexte);
+    ecrire.push({ id: r.id, analyse, empreinte: signe });
+    const ou = { annonceId: r.id, insee: r.insee, codePostal: r.code_postal, departement: r.departement };
+    if (!r.analyse) {
+      nouveaux.push({
+        ...ou,
+        genre: 'analyse',
+        le: analyse.analyse_le,
+        avant: null,
+        apres: { analyse_le: analyse.analyse_le, score: analyse.score },
+      });
+    } else {
+      nouveaux.push({
+        ...ou,
+        genre: 'reanalyse',
+        le: analyse.analyse_le,
+        avant: { analyse_le: r.analyse.analyse_le, score: r.analyse.score },
+        apres: { analyse_le: analyse.analyse_le, score: analyse.score },
+      });
+    }
+  }
+  if (ecrire.length === 0) return { analysees: 0, evenements: 0 };
+  await client.query(
+    `UPDATE annonces a SET resultat_analyse = r.resultat, analyse_empreinte = r.empreinte, analyse_le = r.analyse_le
+       FROM jsonb_to_recordset($2::jsonb) AS r(id text, resultat jsonb, empreinte text, analyse_le timestamptz)
+      WHERE a.dataset = $1 AND a.id = r.id`,
+    [
+      dataset,
+      JSON.stringify(
+        ecrire.map((x) => ({
+          id: x.id,
+          resultat: x.analyse,
+          empreinte: x.empreinte,
+          analyse_le: x.analyse.analyse_le,
+        })),
+      ),
+    ],
+  );
+  await ecrireEvenements(client, dataset, nouveaux);
+  return { analysees: ecrire.length, evenements: nouveaux.length };
 }

@@ -1,5 +1,6 @@
 import { reconstruireDpeCommunes } from '../marche/agregats.ts';
 import { reconstruireDerives } from '../marche/derives.ts';
+import { ligneReanalyse, reanalyserCommunes } from '../annonces/reanalyse.ts';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { PoolClient } from 'pg';
@@ -1151,6 +1152,9 @@ export async function importDpe(db: Db, source: string, options: DpeImportOption
   // The Communes market reads the share of F and G labels per commune from its aggregate, never from raw DPE.
   await reconstruireDpeCommunes(db, dataset);
   await reconstruireDerives(db, dataset);
+  // The listings' analysis reads that share (their commune's attractiveness): every commune's may have moved, as
+  // above, and the fingerprints tell which listings really changed (domain/annonces/reanalyse.ts).
+  const reanalyse = await reanalyserCommunes(db, dataset, 'toutes');
   const c = report.format === 'csv_audit' ? report.audits : report.dpe;
   const libelle = {
     xml: 'DPE XML (observatoire ADEME)',
@@ -1169,6 +1173,7 @@ export async function importDpe(db: Db, source: string, options: DpeImportOption
         ]),
     `audits liés à leur DPE : ${liees}`,
     `nouveautés au journal des adresses : ${report.nouveautes}`,
+    ligneReanalyse(reanalyse),
   ];
   options.onProgress?.({ lus: report.lus, gardes: report.gardes });
   return report;

@@ -11,6 +11,7 @@ import { createFreshVintages, vintagePartitions, type FreshVintages } from './pa
 import { reconstruireMarche } from '../marche/agregats.ts';
 import { reconstruireDerives } from '../marche/derives.ts';
 import { journaliserVentes } from '../flux/journal-adresses.ts';
+import { ligneReanalyse, reanalyserCommunes, type Reanalyse } from '../annonces/reanalyse.ts';
 import { LECTEURS, readInWorkers } from './readers.ts';
 import { createWriter, STAGING } from './rows.ts';
 
@@ -59,9 +60,16 @@ export interface DvfImportReport {
   sansCoordonnees: number;
   /** Mutations newly attached to a BAN number. */
   rattacheesBan: number;
-  /** Sales new to the database appended to the journal of address novelties. */
+  /**
+   * Sales new to the database appended to the journal of address novelties: this import's, and those of an earlier
+   * one that died before appending its own (`reprise`).
+   */
   nouveautes: number;
+  /** An earlier import died before journaling its new sales: this one appended them (see importDvf). */
+  reprise: boolean;
   millesimes: number[];
+  /** The listings analysed again: their commune's price scale may have moved (domain/annonces/reanalyse.ts). */
+  reanalyse: Reanalyse;
 }
 
 /**
@@ -93,7 +101,9 @@ export async function importDvf(
     sansCoordonnees: 0,
     rattacheesBan: 0,
     nouveautes: 0,
+    reprise: false,
     millesimes: [],
+    reanalyse: { examinees: 0, analysees: 0, evenements: 0 },
   };
   const client = await db.connect();
   let vintages: FreshVintages | null = null;
@@ -102,6 +112,13 @@ export async function importDvf(
     // The sales that enter from now on are this import's (imports of a dataset run one at a time): its novelties.
     // As text: a Date would drop the microseconds.
     const debut = (await client.query<{ t: string }>('SELECT clock_timestamp()::text AS t')).rows[0]!.t;
+    // Its novelties are owed to the journal from before its first sale until the transaction that appends them (which
+    // deletes this row): committed now, before any sale, so that no sale can outlive the crash of an import that
+    // leaves no row behind. A row already there is an import that died owing its own: its earlier start is kept.
+    await client.query(
+      `INSERT INTO dvf_journal_attente (dataset, depuis) VALUES ($1, $2::timestamptz) ON CONFLICT (dataset) DO NOTHING`,
+      [dataset, debut],
+    );
     // The batches' commits do not wait for the disk: after a crash, an import is run again anyway (new vintages
     // are only visible once attached, a commit that waits). Hundreds of waits saved.
     await client.query('SET synchronous_commit = off');
@@ -168,29 +185,50 @@ export async function importDvf(
     await client.query('RESET synchronous_commit');
     // The sales new to the database are novelties of their address, journaled once attached to the BAN. The batches
     // were written in transactions of their own (and a new vintage in the one that attached it), which the writer
-    // does not share: this is one more. An import that dies between them and this one leaves its new sales out of
-    // the journal (run again, it finds them there already, and its start is later than theirs).
-    if (report.mutations.ajoutees > 0) {
-      await client.query('BEGIN');
-      try {
+    // does not share: this is one more, which also deletes the row that said the novelties were owed. Should an
+    // import die between its sales and this transaction, the row stays, with its start: the next import then appends
+    // every sale attached to the BAN that entered since, in any commune and vintage, after attaching to the BAN those
+    // still without a number (the dead import may not have got that far). The journal's unique key keeps out those
+    // already there, so taking over twice, or over sales journaled already, appends nothing twice.
+    const { depuis, reprise } = (
+      await client.query<{ depuis: string; reprise: boolean }>(
+        `SELECT depuis::text AS depuis, depuis < $2::timestamptz AS reprise FROM dvf_journal_attente WHERE dataset = $1`,
+        [dataset, debut],
+      )
+    ).rows[0] ?? { depuis: debut, reprise: false };
+    report.reprise = reprise;
+    if (reprise) {
+      const lues = new Set(lecture.insees);
+      const { rows } = await client.query<{ insee: string }>(
+        `SELECT DISTINCT insee FROM dvf_mutations
+          WHERE dataset = $1 AND cree_le >= $2::timestamptz AND cle_ban IS NULL AND insee IS NOT NULL`,
+        [dataset, depuis],
+      );
+      const autres = rows.map((r) => r.insee).filter((insee) => !lues.has(insee));
+      report.rattacheesBan += await attachBanKeys(client, dataset, autres);
+    }
+    await client.query('BEGIN');
+    try {
+      await client.query('DELETE FROM dvf_journal_attente WHERE dataset = $1', [dataset]);
+      if (reprise) {
+        report.nouveautes = await journaliserVentes(client, dataset, { insees: null, millesimes: null, depuis });
+      } else if (report.mutations.ajoutees > 0) {
         report.nouveautes = await journaliserVentes(client, dataset, {
           insees: lecture.insees,
           millesimes: lecture.millesimes.map((v) => v.millesime),
           depuis: debut,
         });
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
       }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
     }
     // The Communes market's prices are rebuilt for the communes read, once their sales are all there: a reader of
     // the market never computes over raw sales (domain/marche/agregats.ts).
     await reconstruireMarche(client, dataset, lecture.insees);
     // Then the rankings, comparisons, quarter prices and pre-market, which read those prices (domain/marche/derives.ts).
     await reconstruireDerives(client, dataset);
-    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    return report;
   } finally {
     await vintages?.discard().catch(() => {});
     await client.query('DROP TABLE IF EXISTS pg_temp.dvf_lot').catch(() => {});
@@ -198,6 +236,13 @@ export async function importDvf(
     await client.query('RESET synchronous_commit').catch(() => {});
     client.release();
   }
+  // Then the analysis of the listings, which reads those prices and their 3-year change: the date of the data and the
+  // neighbours' prices move them beyond the communes read, so every commune's listings are looked at, and the
+  // fingerprints tell which changed (domain/annonces/reanalyse.ts). On the pool, once the import's connection is back:
+  // a caller may hold the others.
+  report.reanalyse = await reanalyserCommunes(db, dataset, 'toutes');
+  options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  return report;
 }
 
 /**
@@ -269,7 +314,8 @@ async function runDvf(
         `millésimes : ${report.millesimes.join(', ') || 'aucun'}`,
         `sans coordonnées dans le fichier : ${report.sansCoordonnees} mutations`,
         `rattachées à un numéro BAN : ${report.rattacheesBan}`,
-        `nouveautés au journal des adresses : ${report.nouveautes}`,
+        `nouveautés au journal des adresses : ${report.nouveautes}${report.reprise ? ' (dont celles d’un import interrompu avant de les journaliser)' : ''}`,
+        ligneReanalyse(report.reanalyse),
         ...(report.scindees
           ? [`lignes non consécutives : ${report.scindees} mutations regroupées en seconde lecture`]
           : []),

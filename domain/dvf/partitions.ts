@@ -32,6 +32,8 @@ export async function vintagePartitions(db: Pick<Db, 'query'>, dataset: Dataset)
 export async function emptyDvf(db: Pick<Db, 'query'>, dataset: Dataset): Promise<void> {
   for (const table of (await vintagePartitions(db, dataset)).values()) await db.query(`DROP TABLE ${table}`);
   await db.query('DELETE FROM dvf_millesimes WHERE dataset = $1', [dataset]);
+  // No sale left whose novelty could be owed to the journal (domain/dvf/import.ts).
+  await db.query('DELETE FROM dvf_journal_attente WHERE dataset = $1', [dataset]);
   // The market's aggregates are computed from these sales only.
   await db.query('DELETE FROM marche_prix WHERE dataset = $1', [dataset]);
   await db.query('DELETE FROM marche_centres WHERE dataset = $1', [dataset]);

@@ -5,7 +5,8 @@ import type { Dataset } from '../platform/sandbox.ts';
 /**
  * The journal of address novelties (db/migrations/030_flux_adresses.sql): what the importers found new at a BAN
  * address, appended in the transaction that writes it (DVF, whose writer commits batches it does not share: in one
- * more at the end of its import, see journaliserVentes), read by GET /flux/adresses (domain/flux/adresses.ts).
+ * more at the end of its import, owed until then and taken over by the next import if it dies, see journaliserVentes
+ * and domain/dvf/import.ts), read by GET /flux/adresses (domain/flux/adresses.ts).
  *
  * A novelty is a row new to the database, never a row changed: a re-import of the same file, or of a file that
  * corrects a row, adds nothing. Each importer knows which of its rows are new (their keys, compared before it writes
@@ -272,15 +273,22 @@ export async function avecLotsJournalises<T>(
 }
 
 /**
- * Appends the sales of one DVF import that entered the database since it started (`depuis`, a timestamp compared with
- * their `cree_le`), in the communes and vintages it read, once attached to the BAN. See `ajouter`: in a transaction of
- * its own, as its last statement (the DVF importer writes its batches in transactions it does not share).
+ * Appends the sales that entered the database since `depuis` (a timestamp compared with their `cree_le`) and are
+ * attached to the BAN: those of one DVF import, in the communes and vintages it read; or, with `insees` and
+ * `millesimes` null, those of every commune and vintage (an import that takes over from one that died before
+ * journaling: domain/dvf/import.ts). See `ajouter`: in a transaction of its own, as its last statement (the DVF
+ * importer writes its batches in transactions it does not share).
  */
 export async function journaliserVentes(
   client: PoolClient,
   dataset: Dataset,
-  lecture: { insees: string[]; millesimes: number[]; depuis: string },
+  lecture: { insees: string[] | null; millesimes: number[] | null; depuis: string },
 ): Promise<number> {
+  if (lecture.insees === null || lecture.millesimes === null) {
+    return ajouter(client, 'vente', dataset, 't.cree_le >= $2::timestamptz AND t.cle_ban IS NOT NULL', [
+      lecture.depuis,
+    ]);
+  }
   if (lecture.insees.length === 0 || lecture.millesimes.length === 0) return 0;
   return ajouter(
     client,

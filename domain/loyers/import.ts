@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { reconstruireDerives } from '../marche/derives.ts';
+import { ligneReanalyse, reanalyserCommunes } from '../annonces/reanalyse.ts';
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../../db/client.ts';
 import { codeInsee, csvRecords, lignesDeDonnees, nombre, separateurDe, texte } from '../import/csv.ts';
@@ -275,6 +276,7 @@ async function importerFichier(
   report: ImportReport,
   rejeterDuFichier: Rejeter,
   onProgress: DatasetImportOptions['onProgress'],
+  communes: Set<string>,
 ): Promise<void> {
   await using records = csvRecords(fichier.chemin, separateurDe, { encodage: 'auto' });
   const premiere = await records.next();
@@ -313,11 +315,15 @@ async function importerFichier(
   if (lignes.size === 0) {
     throw new ImportError(`${fichier.chemin} : aucune commune lisible ; rien n’est importé.`);
   }
-  const { rowCount } = await client.query(
+  const { rowCount, rows: retirees } = await client.query<{ insee: string }>(
     `DELETE FROM loyers_communes
-      WHERE dataset = $1 AND edition = $2 AND type_logement = $3 AND NOT (insee = ANY ($4::text[]))`,
+      WHERE dataset = $1 AND edition = $2 AND type_logement = $3 AND NOT (insee = ANY ($4::text[]))
+      RETURNING insee`,
     [dataset, fichier.edition, fichier.type, [...lignes.keys()]],
   );
+  // The communes whose rents this file may have changed: those it gives, those it withdrew.
+  for (const insee of lignes.keys()) communes.add(insee);
+  for (const { insee } of retirees) communes.add(insee);
   report.details.push(
     `${fichier.nom} : ${LIBELLES_TYPES[fichier.type]}, édition ${fichier.edition} (lue dans ${fichier.editionLue}), disposition ${fichier.disposition}`,
     `  ${ligneEcriture('communes', report.gardes - gardesAvant, ecriture)}, ${rowCount ?? 0} retirées`,
@@ -350,16 +356,19 @@ export async function importLoyers(
   const { report, rejeter } = nouveauRapport(
     chemins.length === 1 ? chemins[0] : `${chemins.length} fichiers, de ${chemins[0]} à ${chemins.at(-1)}`,
   );
+  const communes = new Set<string>();
   await transaction(db, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VERROU, dataset]);
     for (const fichier of fichiers) {
       const rejeterDuFichier: Rejeter =
         fichiers.length === 1 ? rejeter : (ligne, motif) => rejeter(ligne, `${fichier.nom} : ${motif}`);
-      await importerFichier(client, fichier, dataset, report, rejeterDuFichier, options.onProgress);
+      await importerFichier(client, fichier, dataset, report, rejeterDuFichier, options.onProgress, communes);
     }
   });
   // Yields, cash-flows and the expected-price model of the Communes market read the rents (domain/marche/derives.ts).
   await reconstruireDerives(db, dataset);
+  // So does the analysis of the listings of those communes (domain/annonces/reanalyse.ts).
+  report.details.push(ligneReanalyse(await reanalyserCommunes(db, dataset, communes)));
   return report;
 }
 

@@ -68,6 +68,7 @@ describe('the real 2025 edition (quoted, Windows-1252, decimal commas)', () => {
     expect(report.details).toEqual([
       'pred-app-mef-dhup_2025_EXCERPT_first25rows.csv : appartements, édition 2025 (lue dans le nom du fichier), disposition depuis 2022',
       '  communes : 25 (25 ajoutés, 0 modifiés, 0 inchangés), 0 retirées',
+      'annonces réanalysées : 0 (sur 0 annonces actives des communes concernées)',
     ]);
     // Read by this test apart from the importer: every row stored is the file's.
     const attendues = await lignesDuFichier(EDITION_2025, 'windows-1252');
