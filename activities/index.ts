@@ -13,12 +13,6 @@ import {
   type PluInput,
 } from '../domain/plu/service.ts';
 import { completeTask, failTask, markRunning } from '../domain/taches/taches.ts';
-import {
-  claimDelivery,
-  recordDeliveryOutcome,
-  sendDelivery,
-  buildDeliveryBody,
-} from '../domain/webhooks/deliveries.ts';
 import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
@@ -26,6 +20,7 @@ import { createDocumentActivities } from './documents.ts';
 import { createEstimationActivities } from './estimation.ts';
 import { createHubActivities, type HubDeps } from './hub.ts';
 import { createModelesActivities } from './modeles.ts';
+import { createWebhookActivities } from './webhooks.ts';
 import { createSemaphore, modelFailure, taskRow, type Semaphore } from './shared.ts';
 
 export interface ActivityDeps {
@@ -90,6 +85,7 @@ export function createActivities(deps: ActivityDeps) {
       nature: deps.hub?.nature ?? (() => ({ ecrit: true, texteTiers: true })),
     }),
     ...createModelesActivities({ db: deps.db }),
+    ...createWebhookActivities(deps),
   };
 }
 
@@ -149,44 +145,6 @@ function createPluActivities(deps: ActivityDeps, modelSlot: Semaphore) {
     async echouerTache(args: { tacheId: string; code: string; detail: string }): Promise<string[]> {
       await failTask(db, args.tacheId, { code: args.code, detail: args.detail });
       return announceEnd(db, args.tacheId);
-    },
-
-    async tenterLivraison(args: { livraisonId: string; tentative: number; derniere: boolean }) {
-      const now = new Date();
-      const delivery = await claimDelivery(db, args.livraisonId, now);
-      if (!delivery) return { termine: true, statut: 'abandonnee' };
-      const attempt = await sendDelivery(deps.outbound, {
-        url: delivery.url,
-        secret: delivery.secret,
-        id: delivery.id,
-        genre: delivery.genre,
-        body: buildDeliveryBody({ id: delivery.id, genre: delivery.genre, le: delivery.le, donnees: delivery.donnees }),
-        now,
-      });
-      const recorded = await recordDeliveryOutcome(db, {
-        livraisonId: args.livraisonId,
-        tentative: args.tentative,
-        reussi: attempt.reussi,
-        reponse: attempt.statut_http,
-        erreur: attempt.erreur,
-        derniere: args.derniere,
-        le: now,
-      });
-      const statut = recorded.statut ?? (attempt.reussi ? 'livree' : 'echec');
-      return { termine: attempt.reussi || args.derniere || recorded.coupe, statut };
-    },
-
-    async noterLivraisonPerdue(args: { livraisonId: string; tentative: number; derniere: boolean }) {
-      const recorded = await recordDeliveryOutcome(db, {
-        livraisonId: args.livraisonId,
-        tentative: args.tentative,
-        reussi: false,
-        reponse: null,
-        erreur: 'La tentative n’a pas pu être menée à son terme.',
-        derniere: args.derniere,
-        le: new Date(),
-      });
-      return { termine: args.derniere || recorded.coupe, statut: recorded.statut ?? 'echec' };
     },
   };
 }

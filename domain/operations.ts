@@ -14,6 +14,7 @@ import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
 import { permisOperations } from './urbanisme/permis.ts';
 import { pluOperations } from './plu/operations.ts';
 import { taxeAmenagement } from './urbanisme/taxe-amenagement.ts';
+import { veillesOperations } from './veilles/operations.ts';
 import { webhookOperations } from './webhooks/operations.ts';
 import { estOutil } from './outils.ts';
 
@@ -33,6 +34,7 @@ const OUTILS_POSSIBLES = [
   ...societesCivilesOperations,
   ...pluOperations,
   taxeAmenagement,
+  ...veillesOperations,
   ...webhookOperations,
 ] as Operation[];
 

@@ -174,3 +174,20 @@ export async function recalibrerApresImport(
     await temporal.close();
   }
 }
+
+/**
+ * Wakes the delivery queue of a subscription (workflows/livrer-abonnement.ts), starting it when it is not running:
+ * signal-with-start, so that a queue that was ending sees the signal and runs another round.
+ */
+export async function reveillerAbonnement(
+  client: Client,
+  options: { taskQueue: string; webhookId: string; delaisS: number[] },
+): Promise<void> {
+  await client.workflow.signalWithStart('livrerAbonnement', {
+    workflowId: `livraisons-${options.webhookId}`,
+    taskQueue: options.taskQueue,
+    args: [{ webhookId: options.webhookId, delaisS: options.delaisS }],
+    signal: 'nouvellesLivraisons',
+    signalArgs: [],
+  });
+}

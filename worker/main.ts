@@ -11,6 +11,8 @@ import { createAccounts } from '../domain/platform/accounts.ts';
 import { createServices } from '../domain/services.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
 import { modelFromConfig } from '../lib/model.ts';
+import { connectTemporal, retryDelaysS } from '../lib/temporal.ts';
+import { startDiffuseur } from './diffuseur.ts';
 import { startWorker } from './worker.ts';
 
 // The worker process alone (the multi-machine path): it needs TEMPORAL_ADDRESS; `npm start` runs everything.
@@ -40,8 +42,18 @@ const worker = await startWorker({
     hub: outilsDuHub(pipeline, createOutils(OPERATIONS), { taches: services.tasks !== undefined }),
   }),
 });
+// Listing events and address novelties to the subscriptions, watches and alerts; one instance at a time fans out.
+const temporal = await connectTemporal(config.TEMPORAL_ADDRESS);
+const diffuseur = startDiffuseur({
+  db,
+  client: temporal.client,
+  taskQueue: config.TEMPORAL_TASK_QUEUE,
+  delaisS: retryDelaysS(config.WEBHOOKS_RETRY_DELAYS),
+});
 console.log(`Worker à l’écoute de ${config.TEMPORAL_ADDRESS}`);
 onShutdown(async () => {
+  await diffuseur.stop();
+  await temporal.close();
   await worker.stop();
   await pipeline.close();
   await db.end();

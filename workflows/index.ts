@@ -5,3 +5,4 @@ export { livrerWebhook } from './livrer-webhook.ts';
 export { conversationHub } from './conversation-hub.ts';
 export { estimerBienAffine } from './estimer-bien-affine.ts';
 export { recalibrerModeles } from './recalibrer-modeles.ts';
+export { livrerAbonnement } from './livrer-abonnement.ts';

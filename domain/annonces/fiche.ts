@@ -23,6 +23,7 @@ import {
   type TypeBien,
   type TypeVendeur,
 } from './format.ts';
+import type { EvenementLu } from './journal.ts';
 import type { Annonceur } from './vendeur.ts';
 
 /**
@@ -440,6 +441,26 @@ export function enListe(l: LigneAnnonce, o: { lienOrigine: boolean; maintenant: 
     type_vendeur: l.type_vendeur,
     annonceur: { type_vendeur: a.type_vendeur, nom: a.nom, enseigne: a.enseigne, siren: a.siren },
     drapeaux: drapeauxDe(l, o.maintenant),
+  };
+}
+
+/**
+ * An event of the listings' journal as the feed serves it (and the webhooks deliver it): the listing as it is now, in
+ * the list format, or null when it is not served (a duplicate of another listing of its property, or hidden).
+ */
+export function evenementServi(
+  ev: EvenementLu,
+  l: LigneAnnonce | undefined,
+  o: { lienOrigine: boolean; maintenant: Date },
+) {
+  return {
+    id: String(ev.id),
+    genre: ev.genre,
+    le: ev.le,
+    annonce_id: ev.annonce_id,
+    avant: ev.avant,
+    apres: ev.apres,
+    annonce: l && l.principale && l.statut !== 'masque' ? enListe(l, o) : null,
   };
 }
 

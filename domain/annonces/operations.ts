@@ -11,7 +11,7 @@ import {
   AnnonceListeSchema,
   AnnonceSchema,
   COLONNES_ANNONCE,
-  enListe,
+  evenementServi,
   fiche,
   lireAnnonces,
   REGLE_DRAPEAUX,
@@ -390,19 +390,9 @@ export const fluxAnnonces = defineOperation({
     );
     const maintenant = ctx.services.now();
     const lienOrigine = ctx.caller.portees.includes('lien_origine');
-    const evenements = page.evenements.map((ev) => {
-      const a = annonces.get(ev.annonce_id);
-      const servie = a && a.principale && a.statut !== 'masque';
-      return {
-        id: String(ev.id),
-        genre: ev.genre,
-        le: ev.le,
-        annonce_id: ev.annonce_id,
-        avant: ev.avant,
-        apres: ev.apres,
-        annonce: servie ? enListe(a, { lienOrigine, maintenant }) : null,
-      };
-    });
+    const evenements = page.evenements.map((ev) =>
+      evenementServi(ev, annonces.get(ev.annonce_id), { lienOrigine, maintenant }),
+    );
     const limites: string[] = [];
     if (evenements.length === 0) {
       const filtre = Object.keys(lie).length > 0;

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { transaction, type Db } from '../../db/client.ts';
 import { OutboundError, type OutboundHttp } from '../../lib/outbound-http.ts';
+import { debit } from '../platform/ledger.ts';
 import { SIGNATURE_HEADER, signDelivery } from './signature.ts';
 
 /** Consecutive failed attempts that cut a subscription. */
@@ -82,6 +83,9 @@ function judge(status: number): Omit<AttemptResult, 'duree_ms'> {
 export interface ClaimedDelivery {
   id: string;
   webhookId: string;
+  organisationId: string;
+  /** Debited when the subscriber receives it (a listing event, a watch's result); 0 for a task's end. */
+  credits: number;
   url: string;
   secret: string;
   genre: string;
@@ -97,8 +101,10 @@ export interface ClaimedDelivery {
 export async function claimDelivery(db: Db, livraisonId: string, now: Date): Promise<ClaimedDelivery | null> {
   return transaction(db, async (client) => {
     const { rows } = await client.query(
-      `SELECT l.id, l.webhook_id, l.genre, l.le, l.payload, l.tentatives, l.statut, w.url, w.secret, w.actif
+      `SELECT l.id, l.webhook_id, l.genre, l.le, coalesce(l.payload, c.donnees) AS payload, l.tentatives, l.statut,
+              l.credits, w.organisation_id, w.url, w.secret, w.actif
          FROM livraisons l JOIN webhooks w ON w.id = l.webhook_id
+         LEFT JOIN diffusion_charges c ON c.id = l.charge_id
         WHERE l.id = $1 AND w.supprime_le IS NULL
         FOR UPDATE OF l`,
       [livraisonId],
@@ -113,6 +119,8 @@ export async function claimDelivery(db: Db, livraisonId: string, now: Date): Pro
     return {
       id: row.id,
       webhookId: row.webhook_id,
+      organisationId: row.organisation_id,
+      credits: row.credits,
       url: row.url,
       secret: row.secret,
       genre: row.genre,
@@ -134,6 +142,13 @@ export interface DeliveryOutcome {
   /** No retry will follow: a failure exhausts the delivery (`epuisee`) instead of leaving it in `echec`. */
   derniere: boolean;
   le: Date;
+  /** When the next attempt is due after this failure (a delivery of a subscription's queue). */
+  prochaineLe?: Date | null;
+  /**
+   * false: the attempt was not made for a reason of ours (the organisation's credits): it does not count against the
+   * subscription.
+   */
+  imputable?: boolean;
 }
 
 export interface RecordedOutcome {
@@ -152,19 +167,45 @@ export interface RecordedOutcome {
 export async function recordDeliveryOutcome(db: Db, outcome: DeliveryOutcome): Promise<RecordedOutcome> {
   const statut = outcome.reussi ? 'livree' : outcome.derniere ? 'epuisee' : 'echec';
   return transaction(db, async (client) => {
-    const updated = await client.query<{ webhook_id: string }>(
-      `UPDATE livraisons SET statut = $2, tentatives = $3, reponse = $4, erreur = $5, maj_le = $6
+    const updated = await client.query<{ webhook_id: string; credits: number }>(
+      `UPDATE livraisons SET statut = $2, tentatives = $3, reponse = $4, erreur = $5, maj_le = $6,
+              prochaine_le = coalesce($7, prochaine_le)
         WHERE id = $1 AND tentatives < $3 AND statut IN ('a_livrer', 'en_cours', 'echec')
-        RETURNING webhook_id`,
-      [outcome.livraisonId, statut, outcome.tentative, outcome.reponse, outcome.erreur ?? null, outcome.le],
+        RETURNING webhook_id, credits`,
+      [
+        outcome.livraisonId,
+        statut,
+        outcome.tentative,
+        outcome.reponse,
+        outcome.erreur ?? null,
+        outcome.le,
+        outcome.prochaineLe ?? null,
+      ],
     );
     if (updated.rowCount === 0) return { enregistre: false, statut: null, echecsConsecutifs: null, coupe: false };
-    const webhookId = updated.rows[0].webhook_id;
-    const { rows } = await client.query<{ actif: boolean; echecs_consecutifs: number }>(
-      'SELECT actif, echecs_consecutifs FROM webhooks WHERE id = $1 AND supprime_le IS NULL FOR UPDATE',
+    const { webhook_id: webhookId, credits } = updated.rows[0];
+    const { rows } = await client.query<{ actif: boolean; echecs_consecutifs: number; organisation_id: string }>(
+      'SELECT actif, echecs_consecutifs, organisation_id FROM webhooks WHERE id = $1 AND supprime_le IS NULL FOR UPDATE',
       [webhookId],
     );
     if (rows.length === 0) return { enregistre: true, statut, echecsConsecutifs: null, coupe: false };
+    if (outcome.reussi && credits > 0) {
+      // Received: debited once, in the transaction that says so (the key makes a replayed record a no-op). Credits
+      // were checked before sending; should they have run out meanwhile, the event was received all the same and is
+      // not billed.
+      await debit(client, {
+        organisationId: rows[0].organisation_id,
+        cleId: null,
+        genre: 'debit',
+        credits,
+        operation: 'livraison_webhook',
+        requete: outcome.livraisonId,
+        idempotence: `livraison:${outcome.livraisonId}`,
+      });
+    }
+    if (outcome.imputable === false) {
+      return { enregistre: true, statut, echecsConsecutifs: rows[0].echecs_consecutifs, coupe: false };
+    }
     const echecs = outcome.reussi ? 0 : rows[0].echecs_consecutifs + 1;
     const coupe = rows[0].actif && echecs >= MAX_CONSECUTIVE_FAILURES;
     const last = outcome.erreur ?? (outcome.reponse !== null ? `réponse HTTP ${outcome.reponse}` : 'aucune réponse');

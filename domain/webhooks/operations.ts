@@ -40,7 +40,7 @@ const COMMON = {
 
 const distinct = (values: readonly string[]) => new Set(values).size === values.length;
 
-const FiltresShape = {
+export const FiltresShape = {
   insee: z
     .array(
       z.string().regex(/^(\d{5}|2[AB]\d{3})$/, 'Code INSEE de commune attendu (5 caractères, ex. 33063 ou 2A004).'),
@@ -82,6 +82,35 @@ export const FiltresSchema = z
     path: ['prix_max'],
   })
   .describe('Filtres des genres d’annonces, tous facultatifs et combinés par ET ; les valeurs d’une liste par OU.');
+
+/** What the filters of a subscription (and the criteria of a watch) read of a listing event. */
+export interface LieuAnnonce {
+  insee: string | null;
+  code_postal: string | null;
+  departement: string | null;
+  type: (typeof PROPERTY_TYPES)[number];
+  prix: number | null;
+}
+
+/** The listing's type as the filters name it. */
+export const TYPE_FILTRE = { appartement: 'apartment', maison: 'house', immeuble: 'immeuble' } as const;
+
+/**
+ * The filters' semantics, in one place: every filter given must pass (AND), a list passes on any of its values (OR);
+ * an unknown place or price passes no filter on it.
+ */
+export function passeFiltres(f: z.infer<typeof FiltresSchema>, lieu: LieuAnnonce): boolean {
+  const dans = (liste: readonly string[] | undefined, v: string | null) =>
+    liste === undefined || (v !== null && liste.includes(v));
+  return (
+    dans(f.insee, lieu.insee) &&
+    dans(f.cp, lieu.code_postal) &&
+    dans(f.departement, lieu.departement) &&
+    dans(f.type_bien, lieu.type) &&
+    (f.prix_min === undefined || (lieu.prix !== null && lieu.prix >= f.prix_min)) &&
+    (f.prix_max === undefined || (lieu.prix !== null && lieu.prix <= f.prix_max))
+  );
+}
 
 const FiltresOutputSchema = z.object({
   insee: z.array(z.string()).optional(),
@@ -200,6 +229,16 @@ Le corps a toujours la même forme, test compris :
 \`le\` est le moment où l’événement est survenu (UTC). \`donnees\` : l’événement du flux d’annonces pour les genres
 d’annonces ; la tâche pour \`tache.terminee\` et \`tache.echouee\` ; le résultat de la veille ou de l’alerte pour
 \`veille.resultat\` et \`alerte.resultat\` ; \`{ "webhook_id", "message" }\` pour \`test\`.
+
+**Crédits et ordre.** Chaque événement d’annonce et chaque résultat de veille ou d’alerte reçu est débité 1 crédit
+(tarif \`evenement\`, opération \`livraison_webhook\` du relevé, \`requete\` : l’identifiant de la livraison), une seule
+fois, au moment où l’abonné répond 2xx ; une livraison qui échoue pour de bon ne coûte rien. Sans crédits, rien n’est
+envoyé : la tentative est comptée dans la livraison (reprise au même calendrier) mais pas contre l’abonnement. Les
+fins de tâches ne coûtent rien. Un abonnement ne reçoit aucun événement écrit avant sa création. Les événements
+d’annonces et les résultats partent par la file de l’abonnement, dans l’ordre où ils sont venus, un à la fois ; après
+un échec, la file attend la reprise de cette livraison avant d’envoyer la suite (un abonné en panne est sondé, pas
+inondé), et reprend dans l’ordre. Les événements d’annonces portent l’annonce au format liste, sans \`id_portail\` ni
+\`lien\` (la portée lien_origine est celle d’une clé, pas d’un abonnement).
 
 Seule une réponse 2xx dans les 10 secondes vaut réception ; les redirections ne sont jamais suivies (un 3xx est un
 échec). Après un échec, nouvelles tentatives 1 min, 5 min, 30 min, 2 h puis 12 h plus tard, chacune signée à nouveau

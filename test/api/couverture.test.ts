@@ -100,6 +100,8 @@ const HORS_COUVERTURE: Record<string, string> = {
   memoire: 'la mémoire du compte appelant',
   profil_investisseur: 'le profil du compte appelant',
   webhooks: 'les abonnements de l’organisation',
+  veilles: 'les veilles et alertes de l’organisation',
+  resultats_veilles: 'les résultats des veilles et alertes de l’organisation',
   conversations_hub: 'les conversations de la clé',
   conversations_hub_lire: 'une conversation de la clé',
   modeles: 'la liste des modèles, sans territoire',
