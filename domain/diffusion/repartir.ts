@@ -124,24 +124,26 @@ export async function repartir(db: Db, limite = 1000): Promise<Repartition | nul
       return { evenements: 0, nouveautes: 0, livraisons: 0, resultats: 0, abonnements: [], reste: false };
     }
 
-    const annonces = await lireAnnonces(
-      client,
-      'live',
-      evenements.map((e) => e.annonce_id),
+    // Nobody listens (no subscription to a listing genre, no watch or alert): the cursors move, nothing is read.
+    const ecoute = await client.query<{ oui: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM webhooks WHERE actif AND supprime_le IS NULL AND genres && $1::text[])
+              OR EXISTS (SELECT 1 FROM veilles WHERE supprime_le IS NULL) AS oui`,
+      [LISTING_GENRES],
     );
-    const charges = evenements.map((e) => ({
-      ev: e,
-      annonce: annonces.get(e.annonce_id),
-      // As the feed serves it; webhooks carry no portal link (the scope lien_origine is a key's, not a subscription's).
-      corps: evenementServi({ ...e, id: Number(e.id), le: e.le.toISOString() }, annonces.get(e.annonce_id), {
-        lienOrigine: false,
-        maintenant,
-      }),
-    }));
     const abonnes = new Set<string>();
-    let livraisons = await livrerEvenements(client, charges, maintenant, abonnes);
-    const resultats = await resultatsDe(client, charges, nouveautes, maintenant);
-    livraisons += await livrerResultats(client, resultats, abonnes);
+    let livraisons = 0;
+    let resultats: ResultatEcrit[] = [];
+    if (ecoute.rows[0].oui) {
+      const annonces = await lireAnnonces(
+        client,
+        'live',
+        evenements.map((e) => e.annonce_id),
+      );
+      const charges = evenements.map((ev) => ({ ev, annonce: annonces.get(ev.annonce_id) }));
+      livraisons = await livrerEvenements(client, charges, maintenant, abonnes);
+      resultats = await resultatsDe(client, charges, nouveautes, maintenant);
+      livraisons += await livrerResultats(client, resultats, abonnes);
+    }
 
     if (evenements.length > 0) {
       await client.query(`UPDATE diffusion_curseurs SET dernier_id = $1 WHERE journal = 'annonces'`, [
@@ -167,8 +169,9 @@ export async function repartir(db: Db, limite = 1000): Promise<Repartition | nul
 interface Charge {
   ev: EvenementAnnonce;
   annonce: LigneAnnonce | undefined;
-  corps: ReturnType<typeof evenementServi>;
 }
+
+type ResultatEcrit = ResultatNouveau & { id: string };
 
 /** Where the filters place a listing event: its place then, the listing's type, the price it is about. */
 function lieuDe(c: Charge): LieuAnnonce | null {
@@ -210,7 +213,14 @@ async function livrerEvenements(
   const { rows: ids } = await client.query<{ id: string }>(
     `INSERT INTO diffusion_charges (donnees) SELECT d FROM unnest($1::jsonb[]) WITH ORDINALITY AS u(d, n) ORDER BY n
      RETURNING id::text`,
-    [utiles.map((i) => JSON.stringify(charges[i].corps))],
+    // As the feed serves it; webhooks carry no portal link (the scope lien_origine is a key's, not a subscription's).
+    [
+      utiles.map((i) => {
+        const { ev, annonce } = charges[i];
+        const lu = { ...ev, id: Number(ev.id), le: ev.le.toISOString() };
+        return JSON.stringify(evenementServi(lu, annonce, { lienOrigine: false, maintenant }));
+      }),
+    ],
   );
   const chargeId = new Map(utiles.map((i, k) => [i, ids[k].id]));
   const inserees = await client.query<{ webhook_id: string }>(
@@ -256,7 +266,7 @@ async function resultatsDe(
   charges: Charge[],
   nouveautes: Nouveaute[],
   maintenant: Date,
-): Promise<Array<ResultatNouveau & { id: string }>> {
+): Promise<ResultatEcrit[]> {
   const veilles = await veillesConcernees(client, charges, nouveautes);
   if (veilles.length === 0) return [];
   const nouveaux: ResultatNouveau[] = [];
@@ -380,11 +390,7 @@ async function resultatsDe(
   return rows.map((r) => ({ ...parCle.get(r.cle)!, id: r.id }));
 }
 
-async function livrerResultats(
-  client: PoolClient,
-  resultats: Array<ResultatNouveau & { id: string }>,
-  abonnes: Set<string>,
-): Promise<number> {
+async function livrerResultats(client: PoolClient, resultats: ResultatEcrit[], abonnes: Set<string>): Promise<number> {
   if (resultats.length === 0) return 0;
   const { rows } = await client.query<{ webhook_id: string }>(
     `INSERT INTO livraisons (webhook_id, genre, evenement, payload, credits, en_file, le, prochaine_le)
