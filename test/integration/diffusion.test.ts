@@ -337,6 +337,44 @@ describe('watches and alerts', () => {
     });
   });
 
+  it('follows one address with an alert: its novelties and the listings that come up there', async () => {
+    const org = await t.organisation({ acces: 'data' });
+    const cle = '33063_1234_00010';
+    await t.db.query(
+      `INSERT INTO adresses (dataset, cle_ban, type, numero, insee, commune, libelle, lat, lon, source)
+       VALUES ('live', $1, 'numero', 10, '33063', 'Bordeaux', '10 Rue Test 33000 Bordeaux', 44.84, -0.58, 'test')`,
+      [cle],
+    );
+    const inconnue = await t.call('POST', '/alertes', org.cle, { cle_ban: '33063_9999_09999' });
+    expect(inconnue.json().code).toBe('adresse_introuvable');
+    const creee = await t.call('POST', '/alertes', org.cle, { cle_ban: cle.toUpperCase(), nom: 'La maison d’en face' });
+    expect(creee.statusCode, creee.body).toBe(200);
+    const alerte = creee.json().veille;
+    expect(alerte).toMatchObject({ nature: 'adresse', cle_ban: cle });
+    // A DPE at that number, as an importer journals it; one at another number.
+    await t.db.query(
+      `INSERT INTO journal_adresses (dataset, genre, reference, cle_ban, insee, date_source, detail, source)
+       VALUES ('live', 'dpe', 'dpe-1', $1, '33063', '2025-09-01', '{"etiquette": "F"}', 'ADEME'),
+              ('live', 'dpe', 'dpe-2', '33063_1234_00012', '33063', '2025-09-01', '{"etiquette": "C"}', 'ADEME')`,
+      [cle],
+    );
+    // A listing the portal places at that number (within 15 m), and its drop.
+    const ici = { insee: '33063', code_postal: '33000', position: { lat: 44.84, lon: -0.58 } };
+    await importer([appartement({ id: '7001', ...ici, vu_le: '2025-09-02T08:00:00Z' })]);
+    await importer([appartement({ id: '7001', ...ici, prix: 390_000, vu_le: '2025-09-05T08:00:00Z' })]);
+    expect((await annonceDuPortail(t.db, 'portal_a:7001')).cle_ban).toBe(cle);
+    await auRepos();
+    const { rows } = await t.db.query(`SELECT genre, donnees FROM veilles_resultats WHERE veille_id = $1 ORDER BY id`, [
+      alerte.id,
+    ]);
+    expect(rows.map((r) => [r.genre, r.donnees.evenement.journal, r.donnees.evenement.genre])).toEqual([
+      ['alerte.resultat', 'adresses', 'dpe'],
+      ['alerte.resultat', 'annonces', 'nouvelle'],
+      ['alerte.resultat', 'annonces', 'baisse_prix'],
+    ]);
+    expect(rows[0].donnees).toMatchObject({ cle_ban: cle, annonce: null, evenement: { detail: { etiquette: 'F' } } });
+  });
+
   it('follows one listing with an alert', async () => {
     const org = await t.organisation({ acces: 'data' });
     const suivie = (await annonceDuPortail(t.db, 'portal_a:2001')).id;
