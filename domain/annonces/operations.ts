@@ -111,7 +111,7 @@ function projeter(valeur: Record<string, unknown>, champs: string[] | null): Rec
 }
 
 /** A listing by service identifier, `<portail>:<identifiant>`, or portal link. */
-async function trouverAnnonce(db: Queryable, dataset: Dataset, id: string): Promise<LigneAnnonce | null> {
+export async function trouverAnnonce(db: Queryable, dataset: Dataset, id: string): Promise<LigneAnnonce | null> {
   let where: string;
   let params: unknown[];
   const portail = /^(portal_[abc]):(.+)$/.exec(id);

@@ -219,4 +219,10 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   ],
   webhooks_tester: [async (ctx) => ({ id: await webhook(ctx) })],
   webhooks_supprimer: [async (ctx) => ({ id: await webhook(ctx) })],
+  // Watches and alerts follow the live data: the demonstration's listings and addresses.
+  veilles_creer: [{ nom: 'Latresne', criteres: { insee: ['33234'], type_bien: ['house'], prix_max: 400_000 } }],
+  alertes_creer: [{ annonce: 'portal_a:9000001' }, { cle_ban: ADRESSE_COMPLETE, nom: 'La maison d’en face' }],
+  veilles_supprimer: [
+    async ({ appeler }) => ({ id: (await appeler('veilles_creer', { criteres: { departement: ['33'] } })).veille.id }),
+  ],
 };

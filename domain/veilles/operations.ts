@@ -3,6 +3,7 @@ import { transaction, type Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
+import { trouverAnnonce } from '../annonces/operations.ts';
 import { CriteresSchema, type Criteres } from './criteres.ts';
 import { DELAI_RESULTAT_S, lireResultats, NATURES, ResultatSchema, type Nature } from './resultats.ts';
 
@@ -170,8 +171,9 @@ export const alertesCreer = defineOperation({
   unit: 'appel',
   timeoutS: 4,
   summary: 'Créer une alerte sur une annonce ou une adresse',
-  description: `Une alerte suit **une annonce** (\`annonce\` : son identifiant de service) ou **une adresse**
-(\`cle_ban\` : un numéro de la BAN), exactement l’un des deux.
+  description: `Une alerte suit **une annonce** (\`annonce\` : son identifiant de service,
+\`<portail>:<identifiant>\` ou le lien du portail, comme pour \`GET /annonces/{id}\`) ou **une adresse** (\`cle_ban\` :
+un numéro de la BAN), exactement l’un des deux.
 
 - Sur une annonce : ses baisses et hausses de prix, son retrait, son retour en ligne, l’arrivée d’une autre agence ou
   d’un autre portail pour son bien (genres \`baisse_prix\`, \`hausse_prix\`, \`retrait\`, \`reactivation\`,
@@ -188,7 +190,15 @@ ${REGLES}`,
   input: z
     .object({
       nom: Nom,
-      annonce: z.string().trim().min(1).max(100).optional().describe('Identifiant de service de l’annonce suivie.'),
+      annonce: z
+        .string()
+        .trim()
+        .min(1)
+        .max(500)
+        .optional()
+        .describe(
+          'L’annonce suivie, comme pour GET /annonces/{id} : identifiant de service, `<portail>:<identifiant>` ou lien du portail.',
+        ),
       cle_ban: z
         .string()
         .trim()
@@ -205,10 +215,11 @@ ${REGLES}`,
   output: z.object({ veille: VeilleSchema }),
   async handler(input, ctx) {
     const { db } = ctx.services;
+    let annonceId: string | undefined;
     if (input.annonce !== undefined) {
-      const { rowCount } = await db.query(`SELECT 1 FROM annonces WHERE dataset = 'live' AND id = $1`, [input.annonce]);
-      if (rowCount === 0)
-        throw new ApiError('ressource_absente', `Aucune annonce ne porte l’identifiant ${input.annonce}.`);
+      const a = await trouverAnnonce(db, 'live', input.annonce);
+      if (!a) throw new ApiError('ressource_absente', `Aucune annonce ne répond à « ${input.annonce} ».`);
+      annonceId = a.id;
     } else {
       const { rowCount } = await db.query(
         `SELECT 1 FROM adresses WHERE dataset = 'live' AND cle_ban = $1 AND type = 'numero'`,
@@ -226,7 +237,7 @@ ${REGLES}`,
           nature: input.annonce !== undefined ? 'annonce' : 'adresse',
           nom: input.nom ?? null,
           criteres: {},
-          annonce_id: input.annonce,
+          annonce_id: annonceId,
           cle_ban: input.cle_ban,
         },
         ctx.services.now(),
