@@ -391,8 +391,13 @@ export function createPipeline(deps: {
     // Live answers kept while the live data was the demonstration are never served once it is gone; personal data
     // never enters the shared memory.
     const donnees = caller.sandbox ? 'test' : (await liveIsDemonstration(services.db)) ? 'demonstration' : 'live';
+    // Portal links are served with the scope lien_origine only (secteur, faits_adresse…): an answer made for a caller
+    // with it is never served to one without it, nor the reverse.
+    const portee = caller.portees.includes('lien_origine') ? '|lien_origine' : '';
     const cacheId =
-      operation.cacheS > 0 && !operation.personalKey ? `${operation.tool}|${donnees}|${canonical(input)}` : null;
+      operation.cacheS > 0 && !operation.personalKey
+        ? `${operation.tool}|${donnees}${portee}|${canonical(input)}`
+        : null;
     let result = cacheId ? cache.get(cacheId) : undefined;
     if (!result) {
       const output = await withTimeout(operation, timeoutMsOf(operation, input), (signal) =>

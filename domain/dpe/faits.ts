@@ -16,6 +16,8 @@ import { CLASSES, type Classe, type DpeRow, depuisWgs84, numeroDeCle, projection
 import type { Dataset } from '../platform/sandbox.ts';
 import { departementOf } from '../communes.ts';
 import { absenceDvf } from '../couverture.ts';
+import { annoncesAdresse, dernierReleve, enVenteAutour, SANS_ANNONCES, SOURCE_ANNONCES } from '../annonces/marche.ts';
+import { TYPES_BIEN } from '../annonces/format.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Rules, each stated once (the description quotes them).
@@ -43,13 +45,15 @@ const SOURCE_DPE = 'Observatoire DPE (ADEME)';
 const SOURCE_AUDIT = 'Audits énergétiques (ADEME)';
 const SOURCE_DVF = 'DVF (DGFiP, Etalab)';
 const SOURCE_COMMUNE = 'Découpage administratif (Etalab), DVF (DGFiP, Etalab)';
+/** The listing group's rule (the description quotes it). */
+const REGLE_ANNONCE =
+  'Annonces rattachées au numéro BAN de l’adresse (l’adresse validée par un utilisateur pour l’annonce, sinon la position que le portail donne à l’adresse, à 15 m au plus du numéro) ; un bien (`bien_uid`) compte une fois quel que soit le nombre de ses annonces, sur plusieurs portails ou chez plusieurs agences. `n_actives` : biens dont une annonce rattachée est en ligne au dernier relevé ; `n_total` : tous les biens rattachés, en ligne, retirés ou en contrôle chez le portail. `derniere` : le bien vu le plus récemment à l’adresse (première vue la plus récente), par son annonce principale quand elle y est rattachée ; `agence` pour un vendeur professionnel seulement (nom, enseigne, SIREN) : un vendeur particulier n’est jamais nommé et aucune coordonnée n’est servie ; `lien` avec la portée lien_origine seulement (null sinon).';
 
 /** Groups the specification names without fields, not served, and why (the description repeats it). */
 const NON_SERVIS: Record<string, string> = {
   copropriete: 'aucune donnée de copropriété (registre national des copropriétés) n’est encore importée',
   permis: 'aucune autorisation d’urbanisme (Sitadel) n’est encore importée',
   societes_civiles: 'aucune société civile (SIRENE, BODACC) n’est encore importée',
-  annonce: 'aucune annonce n’est encore rattachée aux adresses',
   pre_marche:
     'ses variables sont celles du modèle pré-marché (pre_marche_adresse), pas encore calibré, et la moitié d’entre elles demandent les sociétés civiles et les copropriétés',
 };
@@ -166,14 +170,52 @@ const IlotSchema = z
     mediane_m2_5a: z.number().nullable(),
     derniere_vente_le: z.string().nullable(),
     anciennete_derniere_vente_j: z.number().int().nullable(),
-    en_vente: z.boolean().nullable().describe('Toujours null : aucune annonce n’est rattachée aux adresses.'),
-    vente_directe: z.boolean().nullable().describe('Toujours null : aucune annonce n’est rattachée aux adresses.'),
+    en_vente: z
+      .boolean()
+      .nullable()
+      .describe(
+        `Une annonce en ligne rattachée à un numéro BAN à ${RAYON_ILOT_M} m au plus ; null sans annonce détenue (voir limites).`,
+      ),
+    vente_directe: z
+      .boolean()
+      .nullable()
+      .describe('Dont une annonce de vendeur particulier ; null sans annonce détenue (voir limites).'),
     copro: z.boolean().nullable().describe('Toujours null : aucune donnée de copropriété.'),
     lots_max: z.number().int().nullable().describe('Toujours null : aucune donnée de copropriété.'),
     sans_syndic: z.boolean().nullable().describe('Toujours null : aucune donnée de copropriété.'),
     qualite: QualiteSchema,
   })
   .describe('Voisinage : ventes à 100 m.');
+
+const AnnonceSchema = z
+  .object({
+    n_actives: z
+      .number()
+      .int()
+      .describe('Biens en vente à l’adresse : une de leurs annonces rattachées est en ligne au dernier relevé.'),
+    n_total: z.number().int().describe('Biens dont une annonce a été rattachée à l’adresse, en ligne ou non.'),
+    derniere: z
+      .object({
+        id: z.string().describe('Identifiant du service (GET /annonces/{id}).'),
+        lien: z.string().nullable().describe('Lien d’origine ; servi avec la portée lien_origine seulement.'),
+        statut: z.enum(['actif', 'retire', 'masque']),
+        type: z.enum(TYPES_BIEN),
+        parue_le: z.string().nullable().describe('Première parution (AAAA-MM-JJ).'),
+        retire_le: z.string().nullable().describe('Retrait (AAAA-MM-JJ) ; null en ligne.'),
+        prix: z.number().nullable(),
+        surface: z.number().nullable(),
+        prix_m2: z.number().nullable(),
+        type_vendeur: z.enum(['pro', 'particulier', 'inconnu']),
+        agence: z
+          .object({ nom: z.string().nullable(), enseigne: z.string().nullable(), siren: z.string().nullable() })
+          .nullable()
+          .describe('Vendeur professionnel seulement ; null pour tout autre (jamais nommé).'),
+      })
+      .nullable()
+      .describe('Le bien vu le plus récemment à l’adresse, par son annonce principale quand elle y est rattachée.'),
+    qualite: QualiteSchema,
+  })
+  .describe('Rattachement aux annonces : les annonces rattachées au numéro BAN.');
 
 const CommuneSchema = z
   .object({
@@ -198,6 +240,7 @@ const GROUPES = {
   audit: AuditSchema,
   ventes: VentesSchema,
   ilot: IlotSchema,
+  annonce: AnnonceSchema,
   commune: CommuneSchema,
 } as const;
 type Groupe = keyof typeof GROUPES;
@@ -209,6 +252,7 @@ type DpeGroupe = z.infer<typeof DpeSchema>;
 type Audit = z.infer<typeof AuditSchema>;
 type Ventes = z.infer<typeof VentesSchema>;
 type Ilot = z.infer<typeof IlotSchema>;
+type AnnonceGroupe = z.infer<typeof AnnonceSchema>;
 type Commune = z.infer<typeof CommuneSchema>;
 
 /** A group as published: `champs=groupe.colonne` serves only the columns asked, so none is required. */
@@ -228,6 +272,7 @@ const FaitsOutput = z.object({
   audit: servi(AuditSchema),
   ventes: servi(VentesSchema),
   ilot: servi(IlotSchema),
+  annonce: servi(AnnonceSchema),
   commune: servi(CommuneSchema),
   limites: z.array(z.string()).describe('Pourquoi un groupe est null ou incomplet.'),
 });
@@ -693,10 +738,17 @@ async function ventesDe(
 const POUR_MEDIANE = `m.nature IN ${NATURES_PRIX} AND m.logements >= 1 AND NOT m.vente_en_bloc AND NOT m.prix_atypique
   AND m.prix_m2 IS NOT NULL`;
 
-async function ilotDe(db: Queryable, dataset: Dataset, id: Identite, aujourdhui: string): Promise<Ilot | null> {
+async function ilotDe(
+  db: Queryable,
+  dataset: Dataset,
+  id: Identite,
+  aujourdhui: string,
+  annonces: boolean,
+): Promise<Ilot | null> {
   if (id.lat === null || id.lon === null) return null;
   const depuis = moisAvant(aujourdhui, 12 * ANS_ILOT);
-  const { rows } = await db.query<{ ventes: number; n: number; mediane: number | null; derniere: string | null }>(
+  const enVente = annonces ? enVenteAutour(db, dataset, { lat: id.lat, lon: id.lon }, RAYON_ILOT_M) : null;
+  const lecture = db.query<{ ventes: number; n: number; mediane: number | null; derniere: string | null }>(
     `SELECT count(*) FILTER (WHERE m.nature IN ${NATURES_VENTE} AND m.date_mutation >= $5)::int AS ventes,
             count(*) FILTER (WHERE ${POUR_MEDIANE} AND m.date_mutation >= $5)::int AS n,
             percentile_cont(0.5) WITHIN GROUP (ORDER BY m.prix_m2)
@@ -708,14 +760,16 @@ async function ilotDe(db: Queryable, dataset: Dataset, id: Identite, aujourdhui:
         AND m.date_mutation <= $7`,
     [dataset, id.lat, id.lon, RAYON_ILOT_M, depuis, cellulesDvf(id.lat, id.lon, RAYON_ILOT_M), aujourdhui],
   );
+  // Both read at once: the sales around, and the listings online around.
+  const [{ rows }, autour] = await Promise.all([lecture, enVente]);
   const r = rows[0];
   return {
     ventes_5a: r.ventes,
     mediane_m2_5a: arrondi(r.mediane),
     derniere_vente_le: r.derniere,
     anciennete_derniere_vente_j: r.derniere ? joursEntre(r.derniere, aujourdhui) : null,
-    en_vente: null,
-    vente_directe: null,
+    en_vente: autour?.en_vente ?? null,
+    vente_directe: autour?.vente_directe ?? null,
     copro: null,
     lots_max: null,
     sans_syndic: null,
@@ -724,9 +778,29 @@ async function ilotDe(db: Queryable, dataset: Dataset, id: Identite, aujourdhui:
       provenance: 'mesure',
       incertitude: null,
       drapeaux: drapeaux(r.n < MIN_OBSERVATIONS ? ['peu_d_observations'] : []),
-      methode: `Mutations DVF (ventes, VEFA, adjudications, terrains à bâtir) à ${RAYON_ILOT_M} m au plus du point de l’adresse, depuis le ${depuis} ; médiane des prix au m² des ventes d’un ou plusieurs logements, hors ventes en bloc et prix atypiques.`,
+      methode: `Mutations DVF (ventes, VEFA, adjudications, terrains à bâtir) à ${RAYON_ILOT_M} m au plus du point de l’adresse, depuis le ${depuis} ; médiane des prix au m² des ventes d’un ou plusieurs logements, hors ventes en bloc et prix atypiques.${autour ? ` En vente : annonces en ligne rattachées aux numéros BAN à ${RAYON_ILOT_M} m au plus.` : ''}`,
       donnees_du: r.derniere,
-      source: SOURCE_DVF,
+      source: autour ? `${SOURCE_DVF} ; ${SOURCE_ANNONCES}` : SOURCE_DVF,
+    },
+  };
+}
+
+/** The listings attached to the address's BAN number (domain/annonces/marche.ts). */
+async function annonceDe(db: Queryable, dataset: Dataset, cle: string, lienOrigine: boolean): Promise<AnnonceGroupe> {
+  const a = await annoncesAdresse(db, dataset, cle, lienOrigine);
+  return {
+    n_actives: a.n_actives,
+    n_total: a.n_total,
+    derniere: a.derniere,
+    qualite: {
+      n: a.n_total,
+      provenance: 'mesure',
+      incertitude: null,
+      drapeaux: [],
+      methode:
+        'Annonces rattachées au numéro BAN de l’adresse, un bien compté une fois quel que soit le nombre de ses annonces ; la règle est dans la description de l’opération.',
+      donnees_du: a.releve_le,
+      source: SOURCE_ANNONCES,
     },
   };
 }
@@ -827,7 +901,7 @@ function projeter(faits: Faits, champs: string[] | null): Faits {
 }
 
 function dateDesDonnees(faits: Faits): string | null {
-  const dates = [faits.dpe, faits.audit, faits.ventes, faits.ilot, faits.commune]
+  const dates = [faits.dpe, faits.audit, faits.ventes, faits.ilot, faits.annonce, faits.commune]
     .map((g) => (g as { qualite?: Qualite } | null | undefined)?.qualite?.donnees_du ?? null)
     .filter((d): d is string => d !== null);
   return dates.length ? dates.sort().at(-1)! : null;
@@ -837,7 +911,7 @@ function dateDesDonnees(faits: Faits): string | null {
 // The operation.
 // ---------------------------------------------------------------------------------------------------------------------
 
-const DESCRIPTION = `Tout ce que le service sait d'une adresse de la Base Adresse Nationale, en groupes : identité, bâtiment, dernier DPE et son historique, audit énergétique, ventes DVF de l'adresse, voisinage (îlot de 100 m) et contexte communal. **5 crédits par appel.**
+const DESCRIPTION = `Tout ce que le service sait d'une adresse de la Base Adresse Nationale, en groupes : identité, bâtiment, dernier DPE et son historique, audit énergétique, ventes DVF de l'adresse, voisinage (îlot de 100 m), annonces rattachées et contexte communal. **5 crédits par appel.**
 
 **Clé.** \`cle_ban\` est la clé BAN d'un numéro (\`75111_3514_00203\`, \`…_00012_bis\`) ou d'une voie. Une clé que ni la BAN importée ni aucun DPE ne connaît répond 404 \`adresse_introuvable\`, rien n'est débité. Une adresse connue répond 200 et coûte 5 crédits même quand la plupart des groupes sont null.
 
@@ -847,7 +921,8 @@ const DESCRIPTION = `Tout ce que le service sait d'une adresse de la Base Adress
 - \`dpe\` : le dernier DPE seulement (date d'établissement la plus récente ; un DPE qu'un autre remplace est écarté partout). \`fin_validite\` : celle de la source, sinon établissement + 10 ans. \`nb_12_mois\`, \`nb_6_mois\` : DPE établis depuis le même jour 12 (6) mois plus tôt ; \`jours_depuis\` : jours depuis l'établissement du dernier. \`refait_pendant_validite\` : le dernier DPE a été établi alors qu'un DPE du même logement était encore valide (le DPE qu'il remplace, ou un DPE antérieur de l'adresse : une maison, ou un logement de même surface à 2 % près). \`interdiction_location\` : calendrier de métropole, G 2025-01-01, F 2028-01-01, E 2034-01-01 ; null de A à D et outre-mer (971-976, autre calendrier). \`qualite\` : \`n\` = DPE de l'adresse, \`rattachement_incertain\` quand le géocodage de l'observatoire est douteux (score BAN sous 0,5, ou clé dont le numéro diffère du numéro saisi par le diagnostiqueur), \`donnee_ancienne\` quand le dernier DPE n'est plus valide.
 - \`audit\` : le dernier audit énergétique de l'adresse (clé BAN de l'audit, ou de son DPE) ; \`cout_travaux_max\` : le plus élevé des coûts cumulés de ses scénarios ; \`classe_visee\` : la meilleure classe de ses étapes finales ; \`pack_pre_vente\` : audit et DPE audité établis à 31 jours au plus l'un de l'autre (le dossier qu'un vendeur commande avant la mise en vente), null tant que le DPE audité n'est pas importé.
 - \`ventes\` : mutations DVF de l'adresse, rattachées comme par ventes_adresse (depuis 2021 par la clé, le code de voie et le numéro, ou les parcelles ; 2018-2020 par position à 15 m, drapeau \`rattachement_incertain\`). \`type\` d'une mutation : maison, sinon appartement, sinon local, sinon dépendance ; \`surface_m2\` : surface bâtie des logements ; \`prix_m2\` : recalculé par DVF. \`vendu_apres_dpe\` : une mutation le jour du dernier DPE ou après (null sans DPE). Au plus ${MAX_MUTATIONS} mutations.
-- \`ilot\` : mutations DVF à ${RAYON_ILOT_M} m au plus du point de l'adresse (un cercle, pas la maille, pour ne pas couper les voisins au bord d'une maille). \`ventes_5a\` : ventes, VEFA, adjudications et terrains à bâtir depuis le même jour ${ANS_ILOT} ans plus tôt ; \`mediane_m2_5a\` : médiane des prix au m² des ventes d'un ou plusieurs logements sur la même période, hors ventes en bloc et prix atypiques (drapeau \`peu_d_observations\` sous ${MIN_OBSERVATIONS} ventes) ; \`derniere_vente_le\` : la plus récente, sans limite de date. \`en_vente\` et \`vente_directe\` sont toujours null (aucune annonce n'est rattachée aux adresses) ; \`copro\`, \`lots_max\` et \`sans_syndic\` aussi (aucune donnée de copropriété).
+- \`ilot\` : mutations DVF à ${RAYON_ILOT_M} m au plus du point de l'adresse (un cercle, pas la maille, pour ne pas couper les voisins au bord d'une maille). \`ventes_5a\` : ventes, VEFA, adjudications et terrains à bâtir depuis le même jour ${ANS_ILOT} ans plus tôt ; \`mediane_m2_5a\` : médiane des prix au m² des ventes d'un ou plusieurs logements sur la même période, hors ventes en bloc et prix atypiques (drapeau \`peu_d_observations\` sous ${MIN_OBSERVATIONS} ventes) ; \`derniere_vente_le\` : la plus récente, sans limite de date. \`en_vente\` : une annonce en ligne (statut actif au dernier relevé) est rattachée à un numéro BAN à ${RAYON_ILOT_M} m au plus du point de l'adresse (une annonce sans numéro, à position approchée ou au centre de la commune, n'est pas placée) ; \`vente_directe\` : l'une d'elles est d'un vendeur particulier ; null les deux quand le service ne détient aucune annonce (dit dans \`limites\`). \`copro\`, \`lots_max\` et \`sans_syndic\` sont toujours null (aucune donnée de copropriété).
+- \`annonce\` (rattachement aux annonces) : ${REGLE_ANNONCE} Null pour une clé de voie (une annonce se rattache à un numéro) et quand le service ne détient aucune annonce, dit dans \`limites\`.
 - \`commune\` (contexte communal) : commune du découpage administratif (départements, région, intercommunalité, population, codes postaux) et marché DVF : \`ventes_12_mois\` et \`mediane_m2_12_mois\` sur les 12 mois qui précèdent la vente la plus récente de la commune (DVF paraît avec plusieurs mois de retard).
 
 **Groupes non servis.** La spécification nomme d'autres groupes ; faute de données derrière eux, ils ne sont pas servis et \`champs\` les refuse (400) : ${Object.entries(
@@ -867,7 +942,7 @@ export const faitsAdresse = defineOperation({
   method: 'GET',
   path: '/adresses/{cle_ban}/faits',
   lot: true,
-  summary: 'Faits d’une adresse : identité, bâtiment, DPE, audit, ventes, voisinage',
+  summary: 'Faits d’une adresse : identité, bâtiment, DPE, audit, ventes, voisinage, annonces',
   description: DESCRIPTION,
   credits: 5,
   unit: 'appel',
@@ -900,13 +975,28 @@ export const faitsAdresse = defineOperation({
     const absence = insee && (voulu('ventes') || voulu('ilot')) ? await absenceVentes(db, dataset, insee) : null;
     if (absence) limites.push(`ventes, ilot : ${absence}`);
     const dvf = insee !== null && absence === null;
-    const [dpe, audit, ventes, ilot, commune] = await Promise.all([
+    // Listings: whether the dataset holds any (the group and the neighbourhood's en_vente are null otherwise).
+    const avecAnnonces = voulu('annonce') || voulu('ilot') ? (await dernierReleve(db, dataset)) !== null : false;
+    const sansAnnonces = [
+      ...(voulu('annonce') ? ['annonce'] : []),
+      ...(voulu('ilot') && dvf && identite.lat !== null ? ['ilot.en_vente', 'ilot.vente_directe'] : []),
+    ];
+    if (!avecAnnonces && sansAnnonces.length > 0) limites.push(`${sansAnnonces.join(', ')} : null, ${SANS_ANNONCES}.`);
+    if (avecAnnonces && voulu('annonce') && !identite.adresse_numerotee) {
+      limites.push('annonce : une annonce se rattache à un numéro, pas à une voie.');
+    }
+    const lienOrigine = ctx.caller.portees.includes('lien_origine');
+    const [dpe, audit, ventes, ilot, annonce, commune] = await Promise.all([
       voulu('dpe') ? dpeDe(db, dataset, dpes, insee, aujourdhui) : null,
       voulu('audit') ? auditDe(db, dataset, cle, dpes, aujourdhui) : null,
       voulu('ventes') && dvf ? ventesDe(db, dataset, identite, ban, dernierDpe) : null,
-      voulu('ilot') && dvf ? ilotDe(db, dataset, identite, aujourdhui) : null,
+      voulu('ilot') && dvf ? ilotDe(db, dataset, identite, aujourdhui, avecAnnonces) : null,
+      voulu('annonce') && avecAnnonces && identite.adresse_numerotee ? annonceDe(db, dataset, cle, lienOrigine) : null,
       voulu('commune') && insee ? communeDe(db, dataset, insee) : null,
     ]);
+    if (annonce?.derniere && !lienOrigine) {
+      limites.push('annonce.derniere.lien : servi avec la portée lien_origine seulement.');
+    }
     if (ventes?.limite) limites.push(ventes.limite);
     if (voulu('ilot') && dvf && identite.lat === null) limites.push('ilot : position de l’adresse inconnue.');
     if (voulu('commune') && !commune) {
@@ -921,6 +1011,7 @@ export const faitsAdresse = defineOperation({
         audit,
         ventes: ventes?.ventes ?? null,
         ilot,
+        annonce,
         commune,
         limites,
       },

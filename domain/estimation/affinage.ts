@@ -6,8 +6,9 @@
  */
 import { z } from 'zod';
 import type { Model, ModelPart } from '../../lib/model.ts';
+import { partMoinsCheres } from '../annonces/marche.ts';
 import { PLAFOND_BAREME_PCT } from './bareme.ts';
-import type { EstimationSortie } from './operations.ts';
+import type { EstimationCalculee, EstimationSortie } from './operations.ts';
 import type { PhotoPreparee } from './photos.ts';
 
 /** A line of `ajustements`: the scale's natures and the model's. */
@@ -324,8 +325,15 @@ export const LIMITE_CHAMPS_TEXTE_NON_LUS =
 const arrondi = (v: number, pas: number) => Math.round(v / pas) * pas;
 const un = (v: number) => Math.round(v * 10) / 10;
 
+/** The estimate without what only the refinement reads (the asking prices per m² of the listings online). */
+function sansAnnonces(base: EstimationCalculee): EstimationSortie {
+  const { prix_m2_annonces: _, ...servie } = base;
+  return servie;
+}
+
 /** The deterministic estimate served instead of the refinement, with why, at the deterministic price. */
-export function repli(base: EstimationSortie, raison: string, photos: number): EstimationAffinee {
+export function repli(calculee: EstimationCalculee, raison: string, photos: number): EstimationAffinee {
+  const base = sansAnnonces(calculee);
   return {
     ...base,
     limites: base.limites.filter((l) => l !== LIMITE_CHAMPS_TEXTE_NON_LUS),
@@ -351,10 +359,11 @@ export function repli(base: EstimationSortie, raison: string, photos: number): E
 /**
  * The deterministic estimate refined by the lines the server kept: the value taken again from the base's price per
  * m² with every line (bounded by the total cap), the range at the same calibrated half-width, and what depends on
- * the value (asking-price position, yield on the estimate) computed again.
+ * the value (asking-price position, yield on the estimate, share of the listings online priced below it) computed
+ * again.
  */
 export function affiner(
-  base: EstimationSortie,
+  calculee: EstimationCalculee,
   args: {
     verification: Verification;
     modele: string;
@@ -364,11 +373,13 @@ export function affiner(
   },
 ): EstimationAffinee {
   const { verification: v } = args;
+  const base = sansAnnonces(calculee);
   const ajustements = [...base.ajustements, ...v.lignes];
   const limites = base.limites.filter((l) => l !== LIMITE_CHAMPS_TEXTE_NON_LUS);
   let { valeur } = base;
   let prixDemande = base.prix_demande;
   let rendement = base.rendement;
+  let enVente = base.annonces_en_vente;
   if (v.lignes.length > 0) {
     const total = totalGeneral(ajustements);
     const surface = base.bien.surface_m2;
@@ -412,6 +423,10 @@ export function affiner(
         net_hors_travaux_pct: un(((0.85 * annuel) / (centre + frais)) * 100),
       };
     }
+    // The listings online placed against the refined price per m² (a base computed before it carried them: as it is).
+    if (enVente && calculee.prix_m2_annonces) {
+      enVente = { ...enVente, part_moins_cheres_pct: partMoinsCheres(calculee.prix_m2_annonces, valeur.prix_m2) };
+    }
   }
   limites.push(...v.notes);
   const bilan = [
@@ -426,6 +441,7 @@ export function affiner(
     valeur,
     prix_demande: prixDemande,
     rendement,
+    annonces_en_vente: enVente,
     ajustements,
     limites,
     affinage: {

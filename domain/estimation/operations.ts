@@ -43,6 +43,7 @@ import {
   valeurBrute,
 } from './valeur.ts';
 import { absenceDvf } from '../couverture.ts';
+import { annoncesComparables, regleComparables, SOURCE_ANNONCES } from '../annonces/marche.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Shapes.
@@ -195,19 +196,31 @@ export const EstimationOutput = z.object({
     })
     .nullable(),
   annonces_en_vente: z
-    .object({ n: z.number().int(), prix_m2_median: z.number(), part_moins_cheres_pct: z.number() })
-    .nullable(),
+    .object({
+      n: z.number().int().describe('Biens comparables en ligne, chacun compté une fois.'),
+      prix_m2_median: z.number().nullable(),
+      part_moins_cheres_pct: z
+        .number()
+        .nullable()
+        .describe('Part (%) de ces biens dont le prix au m² est sous celui de l’estimation (valeur.prix_m2).'),
+    })
+    .nullable()
+    .describe('Annonces comparables en ligne ; null sans annonce comparable suivie (voir limites).'),
   baisses: z
     .object({
-      biens: z.number().int(),
-      annonces_suivies: z.number().int(),
-      baisse_mediane_pct: z.number(),
-      prix_m2_median_apres_baisse: z.number(),
+      biens: z.number().int().describe('Biens comparables dont une annonce a baissé de prix dans la fenêtre.'),
+      annonces_suivies: z.number().int().describe('Biens comparables suivis dans la fenêtre.'),
+      baisse_mediane_pct: z.number().nullable().describe('En valeur positive : 5 = 5 % de moins.'),
+      prix_m2_median_apres_baisse: z.number().nullable(),
       fenetre_jours: z.number().int(),
     })
     .nullable(),
   retraits: z
-    .object({ biens: z.number().int(), dernier_prix_m2_median: z.number(), fenetre_jours: z.number().int() })
+    .object({
+      biens: z.number().int().describe('Biens comparables retirés dans la fenêtre (plus aucune annonce en ligne).'),
+      dernier_prix_m2_median: z.number().nullable(),
+      fenetre_jours: z.number().int(),
+    })
     .nullable(),
   dpe: z
     .object({
@@ -235,6 +248,19 @@ export const EstimationOutput = z.object({
 });
 type Sortie = z.infer<typeof EstimationOutput>;
 export type EstimationSortie = Sortie;
+
+/**
+ * The deterministic estimate as computed, before it is served: with, not served, the asking prices per m² of the
+ * comparable listings online, for estimer_bien_affine to place its refined value among them (affiner, repli drop
+ * it, and so does estimer_bien: see servie).
+ */
+export type EstimationCalculee = Sortie & { prix_m2_annonces?: number[] };
+
+/** The estimate as served: without what only the refinement reads. */
+export function servie<T extends Sortie>(e: T & { prix_m2_annonces?: number[] }): T {
+  const { prix_m2_annonces: _, ...reste } = e;
+  return reste as unknown as T;
+}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Around the value.
@@ -361,7 +387,7 @@ function fiabilite(socle: string, ventes: number, rayon: number | null): Sortie[
 }
 
 /** The deterministic estimate, as estimer_bien serves it (and estimer_bien_affine starts from). */
-export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): Promise<Sortie> {
+export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): Promise<EstimationCalculee> {
   const lieu = await localiser(db, dataset, e);
   const departement = departementOf(lieu.insee);
   const sansDvf = absenceDvf(departement);
@@ -407,9 +433,13 @@ export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): P
   if (!brute.indexe) {
     limites.push('Indice départemental des prix non calculé : les prix des ventes ne sont pas ramenés à aujourd’hui.');
   }
-  limites.push(
-    'Annonces en vente, baisses de prix et retraits : le domaine des annonces ne les tient pas encore ; annonces_en_vente, baisses et retraits sont null.',
+  const annonces = await annoncesComparables(
+    db,
+    dataset,
+    { insee: lieu.insee, type: e.type, surface: e.surface, bande: BANDE_SURFACE },
+    Math.round(prixM2),
   );
+  limites.push(...annonces.limites);
   if (e.description || e.qualites?.length || e.equipements?.length) {
     limites.push(LIMITE_CHAMPS_TEXTE_NON_LUS);
   }
@@ -556,9 +586,9 @@ export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): P
     loyer,
     rendement,
     prix_demande: prixDemande,
-    annonces_en_vente: null,
-    baisses: null,
-    retraits: null,
+    annonces_en_vente: annonces.annonces_en_vente,
+    baisses: annonces.baisses,
+    retraits: annonces.retraits,
     dpe,
     ajustements,
     affinage: {
@@ -568,9 +598,15 @@ export async function estimer(db: Db, dataset: Dataset, e: Entree, now: Date): P
     },
     vision: null,
     limites,
-    sources: [SOURCE_DVF, ...(loyer ? [SOURCE_LOYERS] : []), ...(dpe?.sortie ? ['Audits énergétiques (ADEME)'] : [])],
+    sources: [
+      SOURCE_DVF,
+      ...(loyer ? [SOURCE_LOYERS] : []),
+      ...(dpe?.sortie ? ['Audits énergétiques (ADEME)'] : []),
+      ...(annonces.lues ? [SOURCE_ANNONCES] : []),
+    ],
     mention: MENTION,
     calcule_le: now.toISOString(),
+    prix_m2_annonces: annonces.prix_m2_en_vente,
   };
 }
 
@@ -588,7 +624,7 @@ const DESCRIPTION = `Estimation déterministe d'un logement (appartement ou mais
 
 **Fourchette.** \`valeur\` = prix au m² du socle × (1 + ajustements) × surface, arrondie au millier. \`demi_largeur_pct\` : la demi-largeur qui a couvert 80 % des prix réels des ventes tenues hors échantillon au dernier backtest, pour ce type et ce socle (\`GET /modeles/estimation\`) ; tant qu'il n'a pas tourné : ${DEMI_LARGEUR_PAR_DEFAUT.comparables_dvf} % (comparables), ${DEMI_LARGEUR_PAR_DEFAUT.commune} % (commune), dit dans \`limites\`.
 
-**Autour.** \`loyer\` : indicateur de loyer de la commune (carte des loyers, charges comprises ; T1-T2 ou T3+ selon \`pieces\`), \`nature\` observe_commune ou predit_maille, intervalle publié. \`rendement\` : sur \`prix_demande\` sinon la valeur estimée, loyer \`loyer_pratique\` sinon estimé ; brut = 12 × loyer / prix ; frais de notaire 8 % du prix ; net hors travaux = 85 % × 12 × loyer / (prix + frais). \`dpe\` : interdiction de location (G 2025, F 2028, E 2034, métropole), mois restants, et pour E/F/G le coût de sortie vers D, C, B tiré des audits énergétiques réglementaires (médiane, p25, p75 ; commune, puis département, puis national, \`niveau\` le dit). \`annonces_en_vente\`, \`baisses\`, \`retraits\` : null tant que le domaine des annonces ne les tient pas (dit dans \`limites\`).`;
+**Autour.** \`loyer\` : indicateur de loyer de la commune (carte des loyers, charges comprises ; T1-T2 ou T3+ selon \`pieces\`), \`nature\` observe_commune ou predit_maille, intervalle publié. \`rendement\` : sur \`prix_demande\` sinon la valeur estimée, loyer \`loyer_pratique\` sinon estimé ; brut = 12 × loyer / prix ; frais de notaire 8 % du prix ; net hors travaux = 85 % × 12 × loyer / (prix + frais). \`dpe\` : interdiction de location (G 2025, F 2028, E 2034, métropole), mois restants, et pour E/F/G le coût de sortie vers D, C, B tiré des audits énergétiques réglementaires (médiane, p25, p75 ; commune, puis département, puis national, \`niveau\` le dit). \`annonces_en_vente\`, \`baisses\`, \`retraits\` : lus sur les annonces détenues par le service. ${regleComparables(BANDE_SURFACE)}`;
 
 export const estimerBien = defineOperation({
   tool: 'estimer_bien',
@@ -615,7 +651,7 @@ export const estimerBien = defineOperation({
   output: EstimationOutput,
   dataDate: (o: Sortie) => o.valeur.qualite.donnees_du,
   handler: servedFromDataset(async (e, ctx, dataset) => {
-    return estimer(ctx.services.db, dataset, e, ctx.services.now());
+    return servie(await estimer(ctx.services.db, dataset, e, ctx.services.now()));
   }),
 });
 
@@ -644,7 +680,7 @@ Un refus répond **400 \`parametres_invalides\`** sur le champ (\`photos[2]\`…
 - **plafond total** : la somme de toutes les lignes (barème, lui-même borné à ±${PLAFOND_BAREME_PCT} %, et modèle) est bornée à ±${PLAFOND_TOTAL_PCT} % ; au-delà, les lignes du modèle sont réduites ensemble ;
 - \`constats\` et \`equipements\` de \`vision\` ne portent **ni prix ni pourcentage** : un constat qui donne un montant, un prix ou un pourcentage est retiré.
 
-Tout ce qui est borné, écarté ou retiré est dit dans \`affinage.raison\` et \`limites\`. La valeur, la fourchette (même demi-largeur calibrée), la position du prix demandé et le rendement sur la valeur estimée sont recalculés avec les lignes retenues. \`vision\` est null sans photo.
+Tout ce qui est borné, écarté ou retiré est dit dans \`affinage.raison\` et \`limites\`. La valeur, la fourchette (même demi-largeur calibrée), la position du prix demandé, le rendement sur la valeur estimée et \`annonces_en_vente.part_moins_cheres_pct\` (les annonces comparables en ligne placées face au prix au m² affiné) sont recalculés avec les lignes retenues. \`vision\` est null sans photo.
 
 **Repli** : modèle absent, indisponible, trop lent ou réponse inexploitable (ou moteur des tâches injoignable) : l'estimation déterministe est servie (\`affinage.applique\` false, \`affinage.raison\` dit pourquoi) et **10 crédits** sont débités (le prix de \`estimer_bien\`), pas 30. 30 crédits quand le modèle a répondu, même si le service a écarté toutes ses lignes. Adresse introuvable ou données absentes : mêmes réponses que \`estimer_bien\`, rien n'est débité.`;
 

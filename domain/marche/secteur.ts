@@ -5,12 +5,16 @@ import { ApiError } from '../errors.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { absenceSource } from '../couverture.ts';
 import { drapeaux, QualiteSchema, servedFromDataset } from '../qualite.ts';
+import { adressesEnVente, particuliersSecteur, REGLE_PARTICULIERS, SOURCE_ANNONCES } from '../annonces/marche.ts';
+import { communeByCode } from '../communes.ts';
+import { communesDuCodePostal } from '../entreprises/rattachement.ts';
 import { SEUIL_CONFIANCE } from './prix.ts';
 import { communeDuCodePostal } from './ventes.ts';
 
 /**
  * secteur: the pure pre-market of a postal code, from the DPE and the sales, precomputed into `marche_secteur` by the
- * rebuild of the derived tables (derives.ts). No listing domain yet: `particuliers` is null, said in `limites`.
+ * rebuild of the derived tables (derives.ts), less the addresses with a listing online (read at the request, the
+ * listings change with every import of snapshots); and the private sellers' listings (domain/annonces/marche.ts).
  */
 
 /** The window of the recent DPE, in days before the latest DPE of the dataset. */
@@ -54,31 +58,54 @@ const SecteurOutput = z.object({
       .number()
       .int()
       .describe(
-        `Adresses avec un DPE individuel de moins de ${FENETRE_JOURS} jours, ni en vente ni vendues depuis le DPE.`,
+        `Adresses avec un DPE individuel de moins de ${FENETRE_JOURS} jours, ni en vente (aucune annonce en ligne rattachée à l’adresse) ni vendues depuis le DPE.`,
       ),
     passoires: z.number().int().describe('Dont DPE F ou G.'),
     qualite: QualiteSchema,
   }),
   particuliers: z
     .object({
-      echelle: z.enum(['secteur', 'departement']),
+      echelle: z
+        .enum(['secteur', 'departement'])
+        .describe('departement : aucun bien de particulier du code postal n’est en ligne depuis plus de 50 jours.'),
       n_plus_50_jours: z.number().int(),
-      duree_moyenne_jours: z.number().nullable(),
+      duree_moyenne_jours: z.number().int().nullable(),
       n_avec_baisse: z.number().int(),
-      annonces: z.array(z.record(z.string(), z.unknown())).nullable(),
+      annonces: z
+        .array(
+          z.object({
+            id: z.string().describe('Identifiant du service (GET /annonces/{id}).'),
+            lien: z.string().nullable().describe('Lien d’origine ; servi avec la portée lien_origine seulement.'),
+            titre: z.string().nullable().describe('Tel que stocké : coordonnées masquées à l’import.'),
+            prix: z.number().nullable(),
+            surface: z.number().nullable(),
+            commune: z.string().nullable(),
+            parue_depuis_jours: z.number().int().nullable(),
+            derniere_baisse_le: z.string().nullable().describe('Jour (AAAA-MM-JJ) de la dernière baisse de prix.'),
+            type_vendeur: z.literal('particulier'),
+          }),
+        )
+        .nullable()
+        .describe('Avec detail=true : un élément par bien, sans nom ni coordonnées du vendeur ; null sinon.'),
       qualite: QualiteSchema,
     })
     .nullable()
-    .describe('Annonces de vendeurs particuliers : null tant que le service ne détient pas d’annonces (voir limites).'),
+    .describe(
+      'Annonces en ligne de vendeurs particuliers ; null quand le service ne détient aucune annonce (voir limites).',
+    ),
   limites: z.array(z.string()),
   calcule_le: z.string().nullable().describe('Date de la reconstruction des agrégats (ISO 8601).'),
 });
 
-const DESCRIPTION = `Le pré-marché d'un code postal : les adresses dont un logement vient de faire établir son DPE et qui ne sont ni en vente ni vendues depuis, et la part de passoires parmi elles. Lu sur un agrégat recalculé après chaque import DPE ou DVF (une lecture indexée).
+const DESCRIPTION = `Le pré-marché d'un code postal : les adresses dont un logement vient de faire établir son DPE et qui ne sont ni en vente ni vendues depuis, et la part de passoires parmi elles. Lu sur un agrégat recalculé après chaque import DPE ou DVF (une lecture indexée), dont les adresses en vente sont retirées à la lecture ; et les annonces en ligne des vendeurs particuliers.
 
 **Règle de \`pre_marche_pur\`.** Adresses BAN du code postal ayant un DPE **individuel** (un appartement ou une maison, non un immeuble entier) établi dans les ${FENETRE_JOURS} jours qui précèdent le DPE le plus récent détenu (la date des données, non celle de la requête : une base figée répond toujours pareil), sans vente DVF à l'adresse à la date du DPE ou après. \`passoires\` : celles dont ce DPE (le plus récent de l'adresse dans la fenêtre) est F ou G. Un DPE non rattaché à une adresse BAN n'est pas compté.
 
-**Décisions.** \`particuliers\` : null, le service ne détient pas encore d'annonces (le domaine des annonces viendra) ; « ni en vente » ne peut donc pas encore être vérifié sur les annonces, seules les ventes DVF sont écartées : les deux sont dits dans \`limites\`. \`detail=true\` ne change rien tant qu'il n'y a pas d'annonces. Aucun nom ni contact de vendeur n'est jamais servi. Le code postal désigne sa commune la plus peuplée (\`commune\`, \`departement\`) ; un code postal qu'aucune commune n'a : 404 \`commune_introuvable\`, rien n'est débité.`;
+**« Ni en vente ».** Sont aussi écartées, à la lecture, les adresses auxquelles une annonce en ligne (statut actif au dernier relevé, tout vendeur) du code postal est rattachée par son numéro BAN (adresse validée par un utilisateur, ou position donnée à l'adresse par le portail à 15 m au plus d'un numéro). Une annonce sans numéro BAN (position approchée, au centre de la commune) ne peut écarter aucune adresse : \`limites\` le rappelle. \`qualite.methode\` dit combien d'adresses sont écartées pour chaque raison.
+
+**\`particuliers\`.** ${REGLE_PARTICULIERS} Null quand le service ne détient aucune annonce (dit dans \`limites\`). Aucun nom ni contact de vendeur n'est jamais servi.
+
+**Code postal.** Le code postal désigne sa commune la plus peuplée (\`commune\`, \`departement\`) ; un code postal qu'aucune commune n'a : 404 \`commune_introuvable\`, rien n'est débité.`;
 
 export const secteur = defineOperation({
   tool: 'secteur',
@@ -104,7 +131,7 @@ export const secteur = defineOperation({
       .enum(['true', 'false'])
       .default('false')
       .transform((v) => v === 'true')
-      .describe('true : les annonces de particuliers, sans nom ni contact (aucune tant que le service n’en détient).'),
+      .describe('true : les annonces de particuliers, sans nom ni contact du vendeur.'),
   }),
   output: SecteurOutput,
   dataDate: (o) => o.pre_marche_pur.qualite.donnees_du,
@@ -113,11 +140,21 @@ export const secteur = defineOperation({
     if (!commune) {
       throw new ApiError('commune_introuvable', `Aucune commune n’a le code postal ${e.cp} ; rien n’est débité.`);
     }
-    return lireSecteur(ctx.services.db, dataset, e.cp, commune.nom, commune.departement);
+    return lireSecteur(ctx.services.db, dataset, e.cp, commune.nom, commune.departement, {
+      detail: e.detail,
+      lienOrigine: ctx.caller.portees.includes('lien_origine'),
+    });
   }),
 });
 
-async function lireSecteur(db: Queryable, dataset: Dataset, cp: string, nom: string, departement: string) {
+async function lireSecteur(
+  db: Queryable,
+  dataset: Dataset,
+  cp: string,
+  nom: string,
+  departement: string,
+  options: { detail: boolean; lienOrigine: boolean },
+) {
   const { rows } = await db.query<{
     n: number | null;
     passoires: number | null;
@@ -133,11 +170,37 @@ async function lireSecteur(db: Queryable, dataset: Dataset, cp: string, nom: str
     [dataset, cp],
   );
   const r = rows[0];
-  const n = r?.n ?? 0;
-  const limites = [
-    'particuliers : null, le service ne détient pas encore d’annonces de vendeurs particuliers.',
-    '« Ni en vente » n’est pas vérifié sur les annonces (aucune détenue) : seules les adresses vendues depuis le DPE (DVF) sont écartées.',
+  const departements = [
+    ...new Set([departement, ...communesDuCodePostal(cp).map((c) => communeByCode(c)?.departement ?? departement)]),
   ];
+  const { particuliers, limites: limitesParticuliers } = await particuliersSecteur(
+    db,
+    dataset,
+    { cp, departement, departements },
+    options,
+  );
+  const limites: string[] = [];
+  // « Ni en vente »: the addresses counted whose BAN number has a listing online, set aside at the reading.
+  let enVente = { n: 0, passoires: 0, sans_numero: 0 };
+  if (!particuliers) {
+    limites.push(
+      '« Ni en vente » n’est pas vérifié sur les annonces (aucune importée) : seules les adresses vendues depuis le DPE (DVF) sont écartées.',
+    );
+  } else if (r?.reference_le && r.n) {
+    enVente = await adressesEnVente(
+      db,
+      dataset,
+      { cp, departements },
+      { referenceLe: r.reference_le, jours: FENETRE_JOURS },
+    );
+  }
+  if (enVente.sans_numero > 0) {
+    limites.push(
+      `pre_marche_pur : ${enVente.sans_numero} annonce(s) en ligne du ${cp} ne sont rattachées à aucun numéro BAN (position approchée ou au centre de la commune) : elles n’écartent aucune adresse, et n peut compter des adresses qu’elles mettent en vente.`,
+    );
+  }
+  const n = Math.max(0, (r?.n ?? 0) - enVente.n);
+  const passoires = Math.max(0, (r?.passoires ?? 0) - enVente.passoires);
   if (!r?.calcule_le) limites.unshift('Aucun agrégat calculé pour ces données : importer DPE et DVF.');
   else if (!r.dpe_recents) {
     limites.unshift(
@@ -145,24 +208,44 @@ async function lireSecteur(db: Queryable, dataset: Dataset, cp: string, nom: str
         `Aucun DPE individuel d’une adresse du ${cp} établi dans les ${FENETRE_JOURS} jours avant le ${r.reference_le ?? 'DPE le plus récent'}.`,
     );
   }
+  limites.push(...limitesParticuliers);
   return {
     cp,
     commune: nom,
     departement,
     pre_marche_pur: {
       n,
-      passoires: r?.passoires ?? 0,
+      passoires,
       qualite: {
         n: r?.dpe_recents ?? 0,
         provenance: r?.reference_le ? ('mesure' as const) : null,
         incertitude: null,
         drapeaux: drapeaux(n < SEUIL_CONFIANCE ? ['peu_d_observations'] : []),
-        methode: `Adresses BAN avec un DPE individuel (appartement ou maison) établi dans les ${FENETRE_JOURS} jours avant le ${r?.reference_le ?? 'DPE le plus récent'} ; ${r?.vendues_depuis ?? 0} sur ${r?.dpe_recents ?? 0} écartées car vendues depuis (DVF).`,
+        methode: `Adresses BAN avec un DPE individuel (appartement ou maison) établi dans les ${FENETRE_JOURS} jours avant le ${r?.reference_le ?? 'DPE le plus récent'} ; ${r?.vendues_depuis ?? 0} sur ${r?.dpe_recents ?? 0} écartées car vendues depuis (DVF)${particuliers ? `, ${enVente.n} car une annonce en ligne est rattachée à leur numéro BAN` : ''}.`,
         donnees_du: r?.reference_le ?? null,
-        source: 'DPE (ADEME) ; DVF (DGFiP, Etalab)',
+        source: particuliers
+          ? `DPE (ADEME) ; DVF (DGFiP, Etalab) ; ${SOURCE_ANNONCES}`
+          : 'DPE (ADEME) ; DVF (DGFiP, Etalab)',
       },
     },
-    particuliers: null,
+    particuliers: particuliers
+      ? {
+          echelle: particuliers.echelle,
+          n_plus_50_jours: particuliers.n_plus_50_jours,
+          duree_moyenne_jours: particuliers.duree_moyenne_jours,
+          n_avec_baisse: particuliers.n_avec_baisse,
+          annonces: particuliers.annonces,
+          qualite: {
+            n: particuliers.n,
+            provenance: 'mesure' as const,
+            incertitude: null,
+            drapeaux: drapeaux(particuliers.n < SEUIL_CONFIANCE ? ['peu_d_observations'] : []),
+            methode: `Biens en ligne de vendeurs particuliers ${particuliers.echelle === 'secteur' ? `du code postal ${cp}` : `du département ${departement}`}, chacun compté une fois ; durée en ligne de la première parution au dernier relevé.`,
+            donnees_du: particuliers.releve_le,
+            source: SOURCE_ANNONCES,
+          },
+        }
+      : null,
     limites,
     calcule_le: r?.calcule_le ?? null,
   };

@@ -298,7 +298,11 @@ describe('faits_adresse', () => {
       mediane_m2_12_mois: 4278,
       qualite: { n: 2, donnees_du: '2026-09-15' },
     });
-    expect(body.limites).toEqual([]);
+    // No listing in this database: the listing group and the neighbourhood's en_vente are null, and said.
+    expect(body.annonce).toBeNull();
+    expect(body.limites).toEqual([
+      'annonce, ilot.en_vente, ilot.vente_directe : null, aucune annonce n’est importée dans ces données.',
+    ]);
     expect(res.headers['svc-donnees-du']).toBe('2026-09-15');
   });
 

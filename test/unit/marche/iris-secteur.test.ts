@@ -8,8 +8,8 @@ import { containsPoint, type ZoneGeometry } from '../../../domain/urbanisme/zona
 import { createTestApp, type TestApp } from '../../support/app.ts';
 
 // prix_iris and secteur on the demonstration territory loaded into the live data (secteur has no sandbox), each
-// figure recomputed here from the raw rows: the outlines and sales for the quarters, the DPE and sales for the
-// pre-market.
+// figure recomputed here from the raw rows: the outlines and sales for the quarters, the DPE, sales and listings for
+// the pre-market, the listings for the private sellers.
 
 let t: TestApp;
 let cle: string;
@@ -117,7 +117,7 @@ interface Dpe {
   numero_dpe: string;
 }
 
-/** The pre-market of a postal code recomputed from the raw DPE and sales. */
+/** The pre-market of a postal code recomputed from the raw DPE, sales and listings online. */
 async function preMarche(cp: string) {
   const { rows: dpe } = await t.db.query<Dpe>(
     `SELECT cle_ban, code_postal, to_char(etabli_le, 'YYYY-MM-DD') AS etabli_le, etiquette, type_batiment, numero_dpe
@@ -145,22 +145,59 @@ async function preMarche(cp: string) {
     `SELECT cle_ban, to_char(date_mutation, 'YYYY-MM-DD') AS date FROM dvf_mutations
       WHERE dataset = 'live' AND cle_ban IS NOT NULL`,
   );
-  const libres = [...dernier.values()].filter(
+  const { rows: annonces } = await t.db.query<{ cle_ban: string }>(
+    `SELECT cle_ban FROM annonces WHERE dataset = 'live' AND statut = 'actif' AND code_postal = $1
+        AND cle_ban IS NOT NULL`,
+    [cp],
+  );
+  const vendues = [...dernier.values()].filter(
     (d) => !ventes.some((v) => v.cle_ban === d.cle_ban && v.date >= d.etabli_le),
   );
-  return { libres, recents: dernier.size };
+  const libres = vendues.filter((d) => !annonces.some((a) => a.cle_ban === d.cle_ban));
+  return { libres, enVente: vendues.length - libres.length, recents: dernier.size };
+}
+
+/** The private sellers' properties online of a postal code, from the raw listings and their drops. */
+async function particuliers(cp: string) {
+  const { rows } = await t.db.query<{ bien_uid: string; jours: number | null; baisses: number }>(
+    `SELECT a.bien_uid,
+            floor(extract(epoch FROM a.vu_le - (a.premiere_parution::timestamp AT TIME ZONE 'UTC')) / 86400)::int
+              AS jours,
+            (SELECT count(*) FROM annonces_evenements e
+              WHERE e.dataset = 'live' AND e.annonce_id = a.id AND e.genre = 'baisse_prix')::int AS baisses
+       FROM annonces a
+      WHERE a.dataset = 'live' AND a.statut = 'actif' AND a.type_vendeur = 'particulier' AND a.code_postal = $1`,
+    [cp],
+  );
+  const biens = new Map<string, { jours: number; baisse: boolean }>();
+  for (const r of rows) {
+    const b = biens.get(r.bien_uid) ?? { jours: 0, baisse: false };
+    biens.set(r.bien_uid, { jours: Math.max(b.jours, r.jours ?? 0), baisse: b.baisse || r.baisses > 0 });
+  }
+  return [...biens.values()];
 }
 
 describe('secteur', () => {
-  it('counts the recent individual DPE neither sold since, and their F/G; particuliers null and said', async () => {
+  it('counts the recent individual DPE neither on sale nor sold since, and their F/G; the private sellers', async () => {
     const attendu = await preMarche('59000');
     expect(attendu.recents).toBeGreaterThan(0);
     const { status, body } = await get('/codes-postaux/59000/secteur');
     expect(status, JSON.stringify(body)).toBe(200);
-    expect(body).toMatchObject({ cp: '59000', commune: 'Lille', departement: '59', particuliers: null });
+    expect(body).toMatchObject({ cp: '59000', commune: 'Lille', departement: '59' });
     expect(body.pre_marche_pur.n).toBe(attendu.libres.length);
     expect(body.pre_marche_pur.passoires).toBe(attendu.libres.filter((d) => ['F', 'G'].includes(d.etiquette)).length);
-    expect(body.limites.join(' ')).toMatch(/annonces/);
+    expect(body.pre_marche_pur.qualite.methode).toMatch(new RegExp(`${attendu.enVente} car une annonce en ligne`));
+    // The demonstration's private sellers of Lille, each property once.
+    const biens = await particuliers('59000');
+    expect(biens.some((b) => b.jours > 50)).toBe(true);
+    expect(body.particuliers).toMatchObject({
+      echelle: 'secteur',
+      n_plus_50_jours: biens.filter((b) => b.jours > 50).length,
+      duree_moyenne_jours: Math.round(biens.reduce((s, b) => s + b.jours, 0) / biens.length),
+      n_avec_baisse: biens.filter((b) => b.baisse).length,
+      annonces: null,
+      qualite: { n: biens.length },
+    });
     expect(JSON.stringify(body)).not.toMatch(/@|vendeur_nom|telephone/);
     expect(body.credits.debites).toBe(2);
   });
@@ -179,6 +216,25 @@ describe('secteur', () => {
     // Another input than the first call's: the service keeps an answer 6 h in memory, keyed by its input.
     const { body } = await get('/codes-postaux/59000/secteur?detail=true');
     expect(body.pre_marche_pur.n).toBe(avant.libres.length - 1);
+    // With detail: the private sellers' listings, unnamed, without contacts.
+    expect(body.particuliers.annonces).toHaveLength(body.particuliers.qualite.n);
+    for (const a of body.particuliers.annonces) {
+      expect(Object.keys(a).sort()).toEqual(
+        [
+          'commune',
+          'derniere_baisse_le',
+          'id',
+          'lien',
+          'parue_depuis_jours',
+          'prix',
+          'surface',
+          'titre',
+          'type_vendeur',
+        ].sort(),
+      );
+      expect(a.type_vendeur).toBe('particulier');
+      expect(a.titre ?? '').not.toMatch(/@|\d{2}[ .]?\d{2}[ .]?\d{2}[ .]?\d{2}[ .]?\d{2}/);
+    }
     expect((await preMarche('59000')).libres).toHaveLength(avant.libres.length - 1);
   });
 
