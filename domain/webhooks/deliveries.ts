@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
+import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../../db/client.ts';
 import { OutboundError, type OutboundHttp } from '../../lib/outbound-http.ts';
-import { debit } from '../platform/ledger.ts';
 import { SIGNATURE_HEADER, signDelivery } from './signature.ts';
 
 /** Consecutive failed attempts that cut a subscription. */
@@ -83,9 +83,6 @@ function judge(status: number): Omit<AttemptResult, 'duree_ms'> {
 export interface ClaimedDelivery {
   id: string;
   webhookId: string;
-  organisationId: string;
-  /** Debited when the subscriber receives it (a listing event, a watch's result); 0 for a task's end. */
-  credits: number;
   url: string;
   secret: string;
   genre: string;
@@ -101,10 +98,8 @@ export interface ClaimedDelivery {
 export async function claimDelivery(db: Db, livraisonId: string, now: Date): Promise<ClaimedDelivery | null> {
   return transaction(db, async (client) => {
     const { rows } = await client.query(
-      `SELECT l.id, l.webhook_id, l.genre, l.le, coalesce(l.payload, c.donnees) AS payload, l.tentatives, l.statut,
-              l.credits, w.organisation_id, w.url, w.secret, w.actif
+      `SELECT l.id, l.webhook_id, l.genre, l.le, l.payload, l.tentatives, l.statut, w.url, w.secret, w.actif
          FROM livraisons l JOIN webhooks w ON w.id = l.webhook_id
-         LEFT JOIN diffusion_charges c ON c.id = l.charge_id
         WHERE l.id = $1 AND w.supprime_le IS NULL
         FOR UPDATE OF l`,
       [livraisonId],
@@ -119,8 +114,6 @@ export async function claimDelivery(db: Db, livraisonId: string, now: Date): Pro
     return {
       id: row.id,
       webhookId: row.webhook_id,
-      organisationId: row.organisation_id,
-      credits: row.credits,
       url: row.url,
       secret: row.secret,
       genre: row.genre,
@@ -142,13 +135,6 @@ export interface DeliveryOutcome {
   /** No retry will follow: a failure exhausts the delivery (`epuisee`) instead of leaving it in `echec`. */
   derniere: boolean;
   le: Date;
-  /** When the next attempt is due after this failure (a delivery of a subscription's queue). */
-  prochaineLe?: Date | null;
-  /**
-   * false: the attempt was not made for a reason of ours (the organisation's credits): it does not count against the
-   * subscription.
-   */
-  imputable?: boolean;
 }
 
 export interface RecordedOutcome {
@@ -167,61 +153,54 @@ export interface RecordedOutcome {
 export async function recordDeliveryOutcome(db: Db, outcome: DeliveryOutcome): Promise<RecordedOutcome> {
   const statut = outcome.reussi ? 'livree' : outcome.derniere ? 'epuisee' : 'echec';
   return transaction(db, async (client) => {
-    const updated = await client.query<{ webhook_id: string; credits: number }>(
-      `UPDATE livraisons SET statut = $2, tentatives = $3, reponse = $4, erreur = $5, maj_le = $6,
-              prochaine_le = coalesce($7, prochaine_le)
+    const updated = await client.query<{ webhook_id: string }>(
+      `UPDATE livraisons SET statut = $2, tentatives = $3, reponse = $4, erreur = $5, maj_le = $6
         WHERE id = $1 AND tentatives < $3 AND statut IN ('a_livrer', 'en_cours', 'echec')
-        RETURNING webhook_id, credits`,
-      [
-        outcome.livraisonId,
-        statut,
-        outcome.tentative,
-        outcome.reponse,
-        outcome.erreur ?? null,
-        outcome.le,
-        outcome.prochaineLe ?? null,
-      ],
+        RETURNING webhook_id`,
+      [outcome.livraisonId, statut, outcome.tentative, outcome.reponse, outcome.erreur ?? null, outcome.le],
     );
     if (updated.rowCount === 0) return { enregistre: false, statut: null, echecsConsecutifs: null, coupe: false };
-    const { webhook_id: webhookId, credits } = updated.rows[0];
-    const { rows } = await client.query<{ actif: boolean; echecs_consecutifs: number; organisation_id: string }>(
-      'SELECT actif, echecs_consecutifs, organisation_id FROM webhooks WHERE id = $1 AND supprime_le IS NULL FOR UPDATE',
-      [webhookId],
-    );
-    if (rows.length === 0) return { enregistre: true, statut, echecsConsecutifs: null, coupe: false };
-    if (outcome.reussi && credits > 0) {
-      // Received: debited once, in the transaction that says so (the key makes a replayed record a no-op). Credits
-      // were checked before sending; should they have run out meanwhile, the event was received all the same and is
-      // not billed.
-      await debit(client, {
-        organisationId: rows[0].organisation_id,
-        cleId: null,
-        genre: 'debit',
-        credits,
-        operation: 'livraison_webhook',
-        requete: outcome.livraisonId,
-        idempotence: `livraison:${outcome.livraisonId}`,
-      });
-    }
-    if (outcome.imputable === false) {
-      return { enregistre: true, statut, echecsConsecutifs: rows[0].echecs_consecutifs, coupe: false };
-    }
-    const echecs = outcome.reussi ? 0 : rows[0].echecs_consecutifs + 1;
-    const coupe = rows[0].actif && echecs >= MAX_CONSECUTIVE_FAILURES;
-    const last = outcome.erreur ?? (outcome.reponse !== null ? `réponse HTTP ${outcome.reponse}` : 'aucune réponse');
-    await client.query(
-      `UPDATE webhooks SET echecs_consecutifs = $2,
-              actif = actif AND NOT $3, coupe_le = CASE WHEN $3 THEN $4 ELSE coupe_le END,
-              motif_coupure = CASE WHEN $3 THEN $5 ELSE motif_coupure END
-        WHERE id = $1`,
-      [
-        webhookId,
-        echecs,
-        coupe,
-        outcome.le,
-        `${MAX_CONSECUTIVE_FAILURES} échecs de livraison consécutifs (dernier : ${last}). Un test réussi (POST /webhooks/{id}/test) rétablit l’abonnement.`,
-      ],
-    );
-    return { enregistre: true, statut, echecsConsecutifs: echecs, coupe };
+    const compte = await compterTentatives(client, updated.rows[0].webhook_id, {
+      reussites: outcome.reussi ? 1 : 0,
+      echec: outcome.reussi ? null : outcome,
+      le: outcome.le,
+    });
+    return { enregistre: true, statut, ...compte };
   });
+}
+
+/**
+ * The subscription's count of consecutive failed attempts after some attempts in this order: successes (which reset
+ * it), then at most one failure. The 50th failure in a row cuts the subscription. Call it in the transaction that
+ * records the attempts.
+ */
+export async function compterTentatives(
+  client: PoolClient,
+  webhookId: string,
+  tentatives: { reussites: number; echec: { erreur?: string | null; reponse: number | null } | null; le: Date },
+): Promise<{ echecsConsecutifs: number | null; coupe: boolean }> {
+  const { rows } = await client.query<{ actif: boolean; echecs_consecutifs: number }>(
+    'SELECT actif, echecs_consecutifs FROM webhooks WHERE id = $1 AND supprime_le IS NULL FOR UPDATE',
+    [webhookId],
+  );
+  if (rows.length === 0) return { echecsConsecutifs: null, coupe: false };
+  const avant = tentatives.reussites > 0 ? 0 : rows[0].echecs_consecutifs;
+  const echecs = tentatives.echec ? avant + 1 : avant;
+  const coupe = rows[0].actif && echecs >= MAX_CONSECUTIVE_FAILURES;
+  const e = tentatives.echec;
+  const last = e ? (e.erreur ?? (e.reponse !== null ? `réponse HTTP ${e.reponse}` : 'aucune réponse')) : '';
+  await client.query(
+    `UPDATE webhooks SET echecs_consecutifs = $2,
+            actif = actif AND NOT $3, coupe_le = CASE WHEN $3 THEN $4 ELSE coupe_le END,
+            motif_coupure = CASE WHEN $3 THEN $5 ELSE motif_coupure END
+      WHERE id = $1`,
+    [
+      webhookId,
+      echecs,
+      coupe,
+      tentatives.le,
+      `${MAX_CONSECUTIVE_FAILURES} échecs de livraison consécutifs (dernier : ${last}). Un test réussi (POST /webhooks/{id}/test) rétablit l’abonnement.`,
+    ],
+  );
+  return { echecsConsecutifs: echecs, coupe };
 }
