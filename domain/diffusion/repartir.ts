@@ -93,7 +93,17 @@ interface ResultatNouveau {
   donnees: Omit<Resultat, 'id'>;
 }
 
+const RIEN: Repartition = { evenements: 0, nouveautes: 0, livraisons: 0, resultats: 0, abonnements: [], reste: false };
+
 export async function repartir(db: Db, limite = 1000): Promise<Repartition | null> {
+  // The loop asks every second: when neither journal went past its cursor, nothing is locked or written.
+  const { rows } = await db.query<{ nouveau: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM annonces_evenements e JOIN diffusion_curseurs c ON c.journal = 'annonces'
+                     WHERE e.dataset = 'live' AND e.id > c.dernier_id)
+         OR EXISTS (SELECT 1 FROM journal_adresses j JOIN diffusion_curseurs c ON c.journal = 'adresses'
+                     WHERE j.dataset = 'live' AND j.id > c.dernier_id) AS nouveau`,
+  );
+  if (!rows[0].nouveau) return RIEN;
   return transaction(db, async (client) => {
     const curseurs = await client.query<{ journal: 'annonces' | 'adresses'; dernier_id: string }>(
       'SELECT journal, dernier_id FROM diffusion_curseurs ORDER BY journal FOR UPDATE SKIP LOCKED',
@@ -121,7 +131,7 @@ export async function repartir(db: Db, limite = 1000): Promise<Repartition | nul
     evenements.splice(limite);
     nouveautes.splice(limite);
     if (evenements.length === 0 && nouveautes.length === 0) {
-      return { evenements: 0, nouveautes: 0, livraisons: 0, resultats: 0, abonnements: [], reste: false };
+      return RIEN;
     }
 
     // Nobody listens (no subscription to a listing genre, no watch or alert): the cursors move, nothing is read.
