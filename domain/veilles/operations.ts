@@ -135,6 +135,7 @@ export const veillesCreer = defineOperation({
   unit: 'appel',
   timeoutS: 4,
   summary: 'Créer une veille (recherche enregistrée sur les annonces)',
+  errors: ['conflit'],
   description: `Une veille est une recherche enregistrée sur les annonces : ses résultats sont ses **nouvelles
 correspondances**, chaque annonce servie (l’annonce principale de son bien, en ligne) qui se met à passer les critères,
 une seule fois par annonce : à sa parution, à son retour en ligne, quand une baisse la fait entrer sous \`prix_max\`,
@@ -186,7 +187,7 @@ Une annonce inconnue : 404 \`ressource_absente\` ; une clé BAN qui n’est pas 
 \`adresse_introuvable\`. Rien n’est débité à la création.
 
 ${REGLES}`,
-  errors: ['ressource_absente', 'adresse_introuvable'],
+  errors: ['ressource_absente', 'adresse_introuvable', 'conflit'],
   input: z
     .object({
       nom: Nom,
