@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importAnnonces } from '../../domain/annonces/import.ts';
+import { balanceOf, debit } from '../../domain/platform/ledger.ts';
 import { verifySignature } from '../../domain/webhooks/signature.ts';
 import { reveillerAbonnement } from '../../lib/temporal.ts';
 import { startDiffuseur } from '../../worker/diffuseur.ts';
@@ -246,6 +247,31 @@ describe('listing events to webhook subscriptions', () => {
     ]);
     expect(w.echecs_consecutifs).toBe(6);
     expect(await debitsDe(org.id)).toEqual([]);
+  });
+  it('sends nothing while the organisation has no credits, holds nothing against the subscriber, and delivers once it has', async () => {
+    const org = await t.organisation({ acces: 'data' });
+    await abonner(org.cle, '/sans-credit', { genres: ['nouvelle'], filtres: { insee: ['31555'] } });
+    const { restants } = await balanceOf(t.db, org.id, null);
+    await debit(t.db, {
+      organisationId: org.id,
+      cleId: null,
+      genre: 'debit',
+      credits: restants,
+      operation: 'test',
+      requete: null,
+    });
+    await importer([appartement({ id: '8001', insee: '31555', code_postal: '31000', vu_le: '2025-06-01T08:00:00Z' })]);
+    const enAttente = await attendre(
+      async () => (await t.call('GET', '/webhooks', org.cle)).json().webhooks[0],
+      (w) => w.dernieres_livraisons[0]?.tentatives >= 2,
+    );
+    expect(tentatives.get('/sans-credit')).toBeUndefined();
+    expect(enAttente).toMatchObject({ actif: true, echecs_consecutifs: 0 });
+    expect(enAttente.dernieres_livraisons[0]).toMatchObject({ statut: 'echec', reponse: null });
+    await t.admin('POST', `/organisations/${org.id}/credits`, { credits: 10, motif: 'recharge' });
+    await auRepos();
+    expect(recusSur('/sans-credit')).toHaveLength(1);
+    expect(await debitsDe(org.id)).toEqual([{ credits: -1, requete: recusSur('/sans-credit')[0].json.id }]);
   });
 });
 
