@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.ts';
+import { distanceM } from '../../lib/geometrie.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { groups } from '../dvf/lines.ts';
 import { normaliserNom } from './normaliser.ts';
@@ -68,13 +69,6 @@ const CODE_VOIE = /^\d{1,4}$/;
 /** DVF's street code as the BAN import writes it: 4 characters (`730` in the DVF API's export is `0730`). */
 const codeVoie = (code: string) => (CODE_VOIE.test(code) ? code.padStart(4, '0') : code.toUpperCase());
 
-function distanceM(lat1: number, lon1: number, lat2: number, lon2: number): number {
-  const rad = Math.PI / 180;
-  const x = (lon2 - lon1) * rad * Math.cos(((lat1 + lat2) / 2) * rad);
-  const y = (lat2 - lat1) * rad;
-  return Math.sqrt(x * x + y * y) * 6_371_000;
-}
-
 /** Geocodes every address (one call at a time) and says how many came first on the right street. */
 export async function mesurerPrecision(
   db: Db,
@@ -117,7 +111,7 @@ export async function mesurerPrecision(
     if (premier && premier.insee === a.insee) {
       if (attendue) juste = premier.cle_ban !== null && (await codeDe(premier.cle_ban)) === attendue.code_voie;
       else if (a.lat !== null && a.lon !== null)
-        juste = distanceM(a.lat, a.lon, premier.lat, premier.lon) <= RAYON_JUSTE_M;
+        juste = distanceM({ lat: a.lat, lon: a.lon }, premier) <= RAYON_JUSTE_M;
     }
     if (!attendue) resultat.parDistance++;
     const nom = normaliserNom(a.voie);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../../db/client.ts';
+import { distanceM } from '../../lib/geometrie.ts';
 import { rechercher } from '../adresses/resoudre.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import type { Precision, TypeBien } from './format.ts';
@@ -40,15 +41,6 @@ const RAYON_APPROCHE_M = 150;
 const ECART_SURFACE = 0.03;
 const ECART_PRIX = 0.05;
 export const FENETRE_RETRAIT_JOURS = 180;
-
-/** Great-circle distance in metres. */
-function distanceM(a: { lat: number; lon: number }, b: { lat: number; lon: number }): number {
-  const rad = Math.PI / 180;
-  const dLat = (b.lat - a.lat) * rad;
-  const dLon = (b.lon - a.lon) * rad;
-  const h = Math.sin(dLat / 2) ** 2 + Math.cos(a.lat * rad) * Math.cos(b.lat * rad) * Math.sin(dLon / 2) ** 2;
-  return 2 * 6_371_000 * Math.asin(Math.sqrt(h));
-}
 
 const situee = (s: Signature) =>
   s.lat !== null && s.lon !== null && (s.precision_position === 'adresse' || s.precision_position === 'approchee');

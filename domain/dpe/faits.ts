@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
+import { degreeCellsAround, metricCellIds, projectionOfDepartement } from '../../lib/geometrie.ts';
 import { adresseParCle, type AdresseBan } from '../adresses/resoudre.ts';
 import { defineOperation, selectable } from '../catalogue.ts';
 import {
-  cellules as cellulesDvf,
   dansCellules,
   drapeauxDeMutation,
   parNumero,
@@ -12,7 +12,7 @@ import {
 } from '../dvf/operations.ts';
 import { ApiError } from '../errors.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Drapeau, type Qualite } from '../qualite.ts';
-import { CLASSES, type Classe, type DpeRow, depuisWgs84, numeroDeCle, projectionOf } from './import.ts';
+import { CLASSES, type Classe, type DpeRow, numeroDeCle } from './import.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { departementOf } from '../communes.ts';
 import { absenceDvf } from '../couverture.ts';
@@ -348,18 +348,16 @@ function moisAvant(jour: string, mois: number): string {
 }
 
 /**
- * The cells of a position: the point projected in the metric system of its area (Lambert-93 in metropolitan France
- * and Corsica, the UTM zone of each overseas département), floored to a grid of 100 m (`ilot`) and 10 m (`cell4`).
- * Square cells of fixed size anywhere in the country, nested (a 10 m cell lies in one 100 m cell), stable across
- * imports: an id such as `l93-100-6546-68613` names the cell whose south-west corner is x 654 600, y 6 861 300.
+ * The cells of a position: square metric cells of 100 m (`ilot`) and 10 m (`cell4`) in the projection of its
+ * commune's area (Lambert-93 in metropolitan France and Corsica, the UTM zone of each overseas département), the
+ * same size anywhere in the country.
  */
 export function cellules(lat: number, lon: number, insee: string): { ilot: string; cell4: string } {
-  const p = projectionOf(insee);
-  const { x, y } = depuisWgs84(p, lat, lon);
-  return {
-    ilot: `${p}-${PAS_ILOT_M}-${Math.floor(x / PAS_ILOT_M)}-${Math.floor(y / PAS_ILOT_M)}`,
-    cell4: `${p}-${PAS_CELL4_M}-${Math.floor(x / PAS_CELL4_M)}-${Math.floor(y / PAS_CELL4_M)}`,
-  };
+  const [ilot, cell4] = metricCellIds(projectionOfDepartement(departementOf(insee)), lat, lon, [
+    PAS_ILOT_M,
+    PAS_CELL4_M,
+  ]);
+  return { ilot, cell4 };
 }
 
 const arrondi = (x: number | null, decimales = 0) =>
@@ -689,7 +687,7 @@ async function ventesDe(
      WHERE m.dataset = $1 AND m.millesime >= ${PREMIER_MILLESIME_NUMERO}
        AND (m.cle_ban = $2${ban ? '' : ` OR ${parNumero(3)}`} OR ${surParcelles(7)})`;
   if (id.lat !== null && id.lon !== null) {
-    params.push(id.lat, id.lon, RAYON_POSITION_M, cellulesDvf(id.lat, id.lon, RAYON_POSITION_M));
+    params.push(id.lat, id.lon, RAYON_POSITION_M, degreeCellsAround(id.lat, id.lon, RAYON_POSITION_M));
     sql += `
     UNION ALL
     SELECT ${MUTATION_COLONNES}, 'position' AS rattachement
@@ -758,7 +756,7 @@ async function ilotDe(
       WHERE m.dataset = $1 AND ${dansCellules(6)}
         AND earth_distance(ll_to_earth($2, $3), ll_to_earth(m.lat, m.lon)) <= $4
         AND m.date_mutation <= $7`,
-    [dataset, id.lat, id.lon, RAYON_ILOT_M, depuis, cellulesDvf(id.lat, id.lon, RAYON_ILOT_M), aujourdhui],
+    [dataset, id.lat, id.lon, RAYON_ILOT_M, depuis, degreeCellsAround(id.lat, id.lon, RAYON_ILOT_M), aujourdhui],
   );
   // Both read at once: the sales around, and the listings online around.
   const [{ rows }, autour] = await Promise.all([lecture, enVente]);

@@ -4,8 +4,8 @@ import { ligneReanalyse, reanalyserCommunes } from '../annonces/reanalyse.ts';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { PoolClient } from 'pg';
-import proj4 from 'proj4';
 import { transaction, type Db } from '../../db/client.ts';
+import { projectionOfDepartement, toWgs84 } from '../../lib/geometrie.ts';
 import { colonnesDe, csvRecords, lignesDeDonnees, separateurDe, type CsvRecord } from '../import/csv.ts';
 import { parLots, upsert, type Lots, type Table } from '../import/ecriture.ts';
 import {
@@ -255,71 +255,6 @@ function methodeApplication(id: number): { type: DpeRow['type_batiment']; libell
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
-// Positions: BAN coordinates of a DPE are projected (Lambert-93 in metropolitan France and Corsica, the UTM zone of
-// each overseas département). The grid of faits_adresse uses the same projections.
-// ---------------------------------------------------------------------------------------------------------------------
-
-const TOWGS84 = '+ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
-/** Metric projection of an area, and the WGS84 box its points must fall in (a wrong system gives points elsewhere). */
-const PROJECTIONS = {
-  l93: {
-    def: `+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 ${TOWGS84}`,
-    box: [41, 51.5, -5.5, 10],
-  },
-  utm20n: { def: `+proj=utm +zone=20 ${TOWGS84}`, box: [14, 18.5, -63.5, -60.5] },
-  utm21n: { def: `+proj=utm +zone=21 ${TOWGS84}`, box: [46.5, 47.5, -57, -56] },
-  utm22n: { def: `+proj=utm +zone=22 ${TOWGS84}`, box: [2, 6, -55, -51] },
-  utm38s: { def: `+proj=utm +zone=38 +south ${TOWGS84}`, box: [-13.2, -12.5, 44.9, 45.5] },
-  utm40s: { def: `+proj=utm +zone=40 +south ${TOWGS84}`, box: [-21.5, -20.8, 55.1, 56] },
-} as const;
-export type Projection = keyof typeof PROJECTIONS;
-
-/** The metric projection of a commune's area. */
-export function projectionOf(insee: string): Projection {
-  switch (departementOf(insee)) {
-    case '971':
-    case '972':
-    case '977':
-    case '978':
-      return 'utm20n';
-    case '975':
-      return 'utm21n';
-    case '973':
-      return 'utm22n';
-    case '974':
-      return 'utm40s';
-    case '976':
-      return 'utm38s';
-    default:
-      return 'l93';
-  }
-}
-
-const convertisseurs = new Map<Projection, proj4.Converter>();
-function convertisseur(p: Projection): proj4.Converter {
-  let c = convertisseurs.get(p);
-  if (!c) {
-    c = proj4(PROJECTIONS[p].def, 'WGS84');
-    convertisseurs.set(p, c);
-  }
-  return c;
-}
-
-/** WGS84 of projected BAN coordinates, or null when they fall outside the area of the projection. */
-export function versWgs84(p: Projection, x: number, y: number): { lat: number; lon: number } | null {
-  const [lon, lat] = convertisseur(p).forward([x, y]);
-  const [latMin, latMax, lonMin, lonMax] = PROJECTIONS[p].box;
-  if (!(lat >= latMin && lat <= latMax && lon >= lonMin && lon <= lonMax)) return null;
-  return { lat: Math.round(lat * 1e6) / 1e6, lon: Math.round(lon * 1e6) / 1e6 };
-}
-
-/** Projected metres of a WGS84 position. */
-export function depuisWgs84(p: Projection, lat: number, lon: number): { x: number; y: number } {
-  const [x, y] = convertisseur(p).inverse([lon, lat]);
-  return { x, y };
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
 // Values.
 // ---------------------------------------------------------------------------------------------------------------------
 
@@ -435,7 +370,10 @@ function valider(
   };
 }
 
-/** Position of a DPE from its BAN coordinates (projected) or a `lat,lon` point. */
+/**
+ * Position of a DPE from a `lat,lon` point or else its BAN coordinates, projected in the metric system of the
+ * commune's area; BAN coordinates that fall outside that area are not read.
+ */
 function position(
   insee: string | null,
   x: number | null,
@@ -449,8 +387,8 @@ function position(
     if (Math.abs(lat) <= 90 && Math.abs(lon) <= 180 && !(lat === 0 && lon === 0)) return { lat, lon };
   }
   if (insee && x !== null && y !== null) {
-    const p = versWgs84(projectionOf(insee), x, y);
-    if (p) return p;
+    const p = toWgs84(projectionOfDepartement(departementOf(insee)), x, y);
+    if (p) return { lat: Math.round(p.lat * 1e6) / 1e6, lon: Math.round(p.lon * 1e6) / 1e6 };
   }
   return { lat: null, lon: null };
 }

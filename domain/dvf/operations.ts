@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
+import { degreeCellSql, degreeCellsAround } from '../../lib/geometrie.ts';
 import { defineOperation } from '../catalogue.ts';
 import { communeByCode, departementOf } from '../communes.ts';
 import { jour, nombre } from '../entrees.ts';
@@ -103,27 +104,13 @@ const COLONNES = `m.id_mutation, to_char(m.date_mutation, 'YYYY-MM-DD') AS date_
   m.nombre_lots, m.surface_terrain, m.types_locaux, m.logements, m.surface_logements, m.prix_m2, m.vente_en_bloc,
   m.avec_dependance, m.avec_local_pro, m.prix_atypique, m.surface_atypique, m.doublon_probable, m.motif`;
 
-/** The grid cell of a position, as the index dvf_mutations_cellule (db/migrations/013_dvf_partitions.sql) computes it. */
-const CELLULE = '(floor((m.lat + 90) * 200)::bigint * 72001 + floor((m.lon + 180) * 200)::bigint)';
-const PAS = 200;
+/** The grid cell of a sale, as the index dvf_mutations_cellule (db/migrations/013_dvf_partitions.sql) computes it. */
+const CELLULE = degreeCellSql('m.lat', 'm.lon');
 
 /**
- * The cells (0.005° a side) that cover the box of a circle: a little wider than the circle (1° of latitude is
- * 111.3 km on earthdistance's sphere, 110 km is taken); the exact test is earth_distance.
+ * The index condition of a circle whose cells (`degreeCellsAround`) are parameter `p`; the exact test is
+ * earth_distance or a planar distance after it.
  */
-export function cellules(lat: number, lon: number, rayonM: number): string[] {
-  const dLat = rayonM / 110_000;
-  const dLon = dLat / Math.max(0.01, Math.cos((lat * Math.PI) / 180));
-  const out: string[] = [];
-  for (let i = Math.floor((lat - dLat + 90) * PAS); i <= Math.floor((lat + dLat + 90) * PAS); i++) {
-    for (let j = Math.floor((lon - dLon + 180) * PAS); j <= Math.floor((lon + dLon + 180) * PAS); j++) {
-      out.push(String(i * 72001 + j));
-    }
-  }
-  return out;
-}
-
-/** The index condition of a circle whose cells are parameter `p`. */
 export const dansCellules = (p: number) => `${CELLULE} = ANY($${p}::bigint[])`;
 
 /** Distance in metres from ($lat, $lon) given as parameters `p` and `p + 1`, to 0.1 m; null without a position. */
@@ -469,7 +456,7 @@ export const ventesAdresse = defineOperation({
         a.lat,
         a.lon,
         entree.rayon_position_m,
-        cellules(a.lat, a.lon, entree.rayon_position_m),
+        degreeCellsAround(a.lat, a.lon, entree.rayon_position_m),
       ];
       const d = dateFilters(p, entree.depuis, entree.jusqu_a);
       const anciennes = await db.query<MutationRow>(
@@ -731,7 +718,7 @@ export const ventes = defineOperation({
     let order: string;
     let select = `${COLONNES}, NULL::float8 AS distance_m`;
     if (point) {
-      params.push(e.lat, e.lon, e.rayon_m, cellules(e.lat!, e.lon!, e.rayon_m));
+      params.push(e.lat, e.lon, e.rayon_m, degreeCellsAround(e.lat!, e.lon!, e.rayon_m));
       select = `${COLONNES}, earth_distance(ll_to_earth($2, $3), ll_to_earth(m.lat, m.lon)) AS distance_m`;
       where.push(dansCellules(5), 'earth_distance(ll_to_earth($2, $3), ll_to_earth(m.lat, m.lon)) <= $4');
     }

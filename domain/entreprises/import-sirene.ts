@@ -1,5 +1,5 @@
-import proj4 from 'proj4';
 import type { Db, Queryable } from '../../db/client.ts';
+import { toWgs84 } from '../../lib/geometrie.ts';
 import { isInseeCode } from '../communes.ts';
 import { colonnesDe, csvRecords, dateIso, lecteurDe, lignesDeDonnees, nombre, separateurDe } from '../import/csv.ts';
 import { ligneEcriture, upsertParLots, type Lu, type Table } from '../import/ecriture.ts';
@@ -34,10 +34,6 @@ const LOT = 2000;
 
 const COLONNES_UL = ['siren', 'categorieJuridiqueUniteLegale', 'etatAdministratifUniteLegale'];
 const COLONNES_ETAB = ['siren', 'nic', 'siret', 'etatAdministratifEtablissement'];
-
-const LAMBERT_93 =
-  '+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
-let lambert93: ((xy: [number, number]) => [number, number]) | undefined;
 
 const UNITES: Table = {
   nom: 'unites_legales',
@@ -187,10 +183,8 @@ function position(get: Get, insee: string | null): { lat: number | null; lon: nu
   const x = nombre(get('coordonneeLambertAbscisseEtablissement'));
   const y = nombre(get('coordonneeLambertOrdonneeEtablissement'));
   if (x !== null && y !== null && Number.isFinite(x) && Number.isFinite(y) && insee && !insee.startsWith('97')) {
-    lambert93 ??= proj4(LAMBERT_93, 'WGS84').forward as (xy: [number, number]) => [number, number];
-    const [lo, la] = lambert93([x, y]);
-    if (la > 41 && la < 52 && lo > -6 && lo < 10)
-      return { lat: Math.round(la * 1e6) / 1e6, lon: Math.round(lo * 1e6) / 1e6 };
+    const p = toWgs84('l93', x, y);
+    if (p) return { lat: Math.round(p.lat * 1e6) / 1e6, lon: Math.round(p.lon * 1e6) / 1e6 };
   }
   return { lat: null, lon: null };
 }

@@ -1,8 +1,8 @@
 import type { Queryable } from '../../db/client.ts';
-import { cellules, dansCellules } from '../dvf/operations.ts';
+import { containsPoint, degreeCellsAround } from '../../lib/geometrie.ts';
+import { dansCellules } from '../dvf/operations.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import type { ContourIris } from '../territoire/import-iris.ts';
-import { containsPoint } from '../urbanisme/zonage.ts';
 import { departementOf } from '../communes.ts';
 
 /**
@@ -209,7 +209,7 @@ export async function valeurBrute(
             dataset,
             lieu.lat,
             lieu.lon,
-            cellules(lieu.lat!, lieu.lon!, r),
+            degreeCellsAround(lieu.lat!, lieu.lon!, r),
             premier,
             dernier,
             r,

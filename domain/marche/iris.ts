@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
+import { containsPoint } from '../../lib/geometrie.ts';
 import { defineOperation } from '../catalogue.ts';
 import { ApiError, invalidField } from '../errors.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { drapeaux, QualiteSchema, servedFromDataset, type Qualite } from '../qualite.ts';
 import type { ContourIris } from '../territoire/import-iris.ts';
-import { containsPoint } from '../urbanisme/zonage.ts';
 import { VENTE_UN_LOGEMENT, type TypeLogement } from './agregats.ts';
 import { ARRONDISSEMENTS, Insee } from './entrees.ts';
 import { raisonSansPrix, type Indicateurs } from './indicateurs.ts';

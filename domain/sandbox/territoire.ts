@@ -1,4 +1,4 @@
-import proj4 from 'proj4';
+import { fromWgs84 } from '../../lib/geometrie.ts';
 import type { SANDBOX_COMMUNES } from '../platform/sandbox.ts';
 import { Alea } from './alea.ts';
 
@@ -249,12 +249,22 @@ export interface Territoire {
   numeros: Numero[];
 }
 
+// Not lib/geometrie.ts's sphere: the frozen sandbox was drawn with this rounder figure, and another would move every
+// generated point.
 const METRES_PAR_DEGRE = 111_320;
 
 export function position(c: CommuneDef, estM: number, nordM: number): { lat: number; lon: number } {
   const lat = c.lat + nordM / METRES_PAR_DEGRE;
   const lon = c.lon + estM / (METRES_PAR_DEGRE * Math.cos((c.lat * Math.PI) / 180));
   return { lat: round(lat, 6), lon: round(lon, 6) };
+}
+
+/** Metres from the centre of the commune to a point, on the same plane as `position`. */
+export function metresDuCentre(c: CommuneDef, p: { lat: number; lon: number }): number {
+  return Math.hypot(
+    (p.lat - c.lat) * METRES_PAR_DEGRE,
+    (p.lon - c.lon) * METRES_PAR_DEGRE * Math.cos((c.lat * Math.PI) / 180),
+  );
 }
 
 export function round(n: number, decimals: number): number {
@@ -362,12 +372,9 @@ export function afnor(text: string): string {
     .toUpperCase();
 }
 
-const LAMBERT_93 =
-  '+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
-const versLambert93 = proj4('WGS84', LAMBERT_93);
-
+/** Lambert-93 coordinates as the BAN and DPE files write them: metres to the centimetre. */
 export function lambert93(lat: number, lon: number): { x: string; y: string } {
-  const [x, y] = versLambert93.forward([lon, lat]);
+  const { x, y } = fromWgs84('l93', lat, lon);
   return { x: x.toFixed(2), y: y.toFixed(2) };
 }
 

@@ -1,4 +1,3 @@
-import proj4 from 'proj4';
 import { reconstruireDerives } from '../marche/derives.ts';
 import type { Db } from '../../db/client.ts';
 import { isInseeCode } from '../communes.ts';
@@ -13,7 +12,7 @@ import {
   type DatasetImportOptions,
   type ImportReport,
 } from '../import/source.ts';
-import { areaM2, bboxOf, type Position, type ZoneGeometry } from '../urbanisme/zonage.ts';
+import { areaM2, bboxOf, toWgs84, type Position, type ZoneGeometry } from '../../lib/geometrie.ts';
 import { streamFeatureCollection, ZonageImportError } from '../urbanisme/zonage-import.ts';
 
 /**
@@ -48,19 +47,16 @@ const TABLE: Table = {
   horodatage: 'maj_le',
 };
 
-const LAMBERT_93 =
-  '+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
-
-type Reprojection = ((p: Position) => Position) | null;
+/** Projected coordinates to WGS84, null for a point outside the area of the projection. */
+type Reprojection = ((p: Position) => Position | null) | null;
 
 function reprojectionDe(crs: unknown): Reprojection {
   const name = String((crs as { properties?: { name?: unknown } } | null)?.properties?.name ?? '');
   if (!name || /CRS84|EPSG:{1,2}(4326|4171)$/i.test(name)) return null;
   if (/EPSG:{1,2}2154$/i.test(name)) {
-    const forward = proj4(LAMBERT_93, 'WGS84').forward;
     return (p) => {
-      const [x, y] = forward([p[0], p[1]]) as [number, number];
-      return [Math.round(x * 1e7) / 1e7, Math.round(y * 1e7) / 1e7];
+      const w = toWgs84('l93', p[0], p[1]);
+      return w && [Math.round(w.lon * 1e7) / 1e7, Math.round(w.lat * 1e7) / 1e7];
     };
   }
   throw new ImportError(
@@ -104,6 +100,7 @@ function geometrieDe(geometry: unknown, reprojection: Reprojection): ZoneGeometr
           return 'point mal formé';
         }
         const p = reprojection ? reprojection(point) : [point[0], point[1]];
+        if (!p) return `coordonnées Lambert-93 (${point[0]}, ${point[1]}) hors de la France métropolitaine`;
         if (!Number.isFinite(p[0]) || !Number.isFinite(p[1]) || Math.abs(p[0]) > 180 || Math.abs(p[1]) > 90) {
           return `coordonnées hors WGS84 (${point[0]}, ${point[1]}) : un fichier en Lambert-93 doit le dire (crs EPSG:2154)`;
         }

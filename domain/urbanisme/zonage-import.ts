@@ -7,18 +7,8 @@ import type { PoolClient } from 'pg';
 import proj4 from 'proj4';
 import * as shapefile from 'shapefile';
 import type { Db } from '../../db/client.ts';
-import {
-  areaM2,
-  bboxOf,
-  dateOfIdurba,
-  inseeOfIdurba,
-  isoDate,
-  pageOfReference,
-  sirenOfIdurba,
-  typeDocument,
-  type Position,
-  type ZoneGeometry,
-} from './zonage.ts';
+import { areaM2, bboxOf, type Position, type ZoneGeometry } from '../../lib/geometrie.ts';
+import { dateOfIdurba, inseeOfIdurba, isoDate, pageOfReference, sirenOfIdurba, typeDocument } from './zonage.ts';
 
 /**
  * Importer of the Géoportail de l'Urbanisme zoning (CNIG standard): a GPU upload folder (ZONE_URBA shapefile, with

@@ -1,112 +1,9 @@
 import type { Queryable } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
-
-/** Which data a query reads: the live import or the frozen sandbox (pk_test_ keys). */
-
-/** [longitude, latitude] in WGS84 degrees (extra ordinates, e.g. Z, are ignored). */
-export type Position = number[];
-export type PolygonCoordinates = Position[][];
-export type ZoneGeometry =
-  { type: 'Polygon'; coordinates: PolygonCoordinates } | { type: 'MultiPolygon'; coordinates: PolygonCoordinates[] };
+import { boxAround, distanceToZoneM, type ZoneGeometry } from '../../lib/geometrie.ts';
 
 /** Zones nearer than this to the point are named in `autres_zones`. */
 export const AUTRES_ZONES_RAYON_M = 100;
-
-// Mean Earth radius (IUGG): the equirectangular approximation is good to well under a metre at 100 m.
-const METRES_PAR_DEGRE = (Math.PI / 180) * 6_371_008.8;
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Planar geometry around a point. No PostGIS: the database only prefilters by bounding box, the exact tests are here.
-// ---------------------------------------------------------------------------------------------------------------------
-
-function polygonsOf(geometry: ZoneGeometry): PolygonCoordinates[] {
-  return geometry.type === 'Polygon' ? [geometry.coordinates] : geometry.coordinates;
-}
-
-function ringContains(ring: Position[], lon: number, lat: number): boolean {
-  let inside = false;
-  for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
-    const [xi, yi] = ring[i];
-    const [xj, yj] = ring[j];
-    if (yi > lat !== yj > lat && lon < ((xj - xi) * (lat - yi)) / (yj - yi) + xi) inside = !inside;
-  }
-  return inside;
-}
-
-/** Point in (Multi)Polygon by ray casting: inside an outer ring and in none of its holes. */
-export function containsPoint(geometry: ZoneGeometry, lon: number, lat: number): boolean {
-  return polygonsOf(geometry).some(
-    ([outer, ...holes]) =>
-      outer !== undefined && ringContains(outer, lon, lat) && !holes.some((hole) => ringContains(hole, lon, lat)),
-  );
-}
-
-/** Shortest distance in metres from the point to the outline of the geometry (holes included). */
-export function distanceToOutlineM(geometry: ZoneGeometry, lon: number, lat: number): number {
-  const kx = METRES_PAR_DEGRE * Math.cos((lat * Math.PI) / 180);
-  const ky = METRES_PAR_DEGRE;
-  let best = Infinity;
-  for (const polygon of polygonsOf(geometry)) {
-    for (const ring of polygon) {
-      for (let i = 1; i < ring.length; i++) {
-        // Segment in metres, with the point as origin.
-        const ax = (ring[i - 1][0] - lon) * kx;
-        const ay = (ring[i - 1][1] - lat) * ky;
-        const bx = (ring[i][0] - lon) * kx;
-        const by = (ring[i][1] - lat) * ky;
-        const dx = bx - ax;
-        const dy = by - ay;
-        const length2 = dx * dx + dy * dy;
-        const t = length2 === 0 ? 0 : Math.max(0, Math.min(1, -(ax * dx + ay * dy) / length2));
-        const d = Math.hypot(ax + t * dx, ay + t * dy);
-        if (d < best) best = d;
-      }
-    }
-  }
-  return best;
-}
-
-/** Distance in metres from the point to the zone: 0 inside it. */
-export function distanceToZoneM(geometry: ZoneGeometry, lon: number, lat: number): number {
-  return containsPoint(geometry, lon, lat) ? 0 : distanceToOutlineM(geometry, lon, lat);
-}
-
-function ringAreaM2(ring: Position[], kx: number): number {
-  let twice = 0;
-  for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
-    twice += ring[j][0] * ring[i][1] - ring[i][0] * ring[j][1];
-  }
-  return (Math.abs(twice) / 2) * kx * METRES_PAR_DEGRE;
-}
-
-/** Area in square metres (outer rings minus holes), equirectangular at the latitude of the geometry. */
-export function areaM2(geometry: ZoneGeometry): number {
-  const { ymin, ymax } = bboxOf(geometry);
-  const kx = METRES_PAR_DEGRE * Math.cos((((ymin + ymax) / 2) * Math.PI) / 180);
-  let total = 0;
-  for (const [outer, ...holes] of polygonsOf(geometry)) {
-    if (!outer) continue;
-    total += ringAreaM2(outer, kx) - holes.reduce((sum, hole) => sum + ringAreaM2(hole, kx), 0);
-  }
-  return Math.max(0, total);
-}
-
-export function bboxOf(geometry: ZoneGeometry): { xmin: number; ymin: number; xmax: number; ymax: number } {
-  let xmin = Infinity;
-  let ymin = Infinity;
-  let xmax = -Infinity;
-  let ymax = -Infinity;
-  for (const polygon of polygonsOf(geometry)) {
-    // Holes lie inside their outer ring: the outer rings alone give the box.
-    for (const [x, y] of polygon[0] ?? []) {
-      if (x < xmin) xmin = x;
-      if (x > xmax) xmax = x;
-      if (y < ymin) ymin = y;
-      if (y > ymax) ymax = y;
-    }
-  }
-  return { xmin, ymin, xmax, ymax };
-}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Planning-document vocabulary.
@@ -223,8 +120,7 @@ export async function zonesNear(
 ): Promise<ZoneProche[]> {
   if (!Number.isFinite(lat) || !Number.isFinite(lon)) throw new TypeError('lat et lon doivent être des nombres');
   // A margin of 10 % on the box: the equirectangular metres are approximate, the exact filter below decides.
-  const dlat = (rayonM * 1.1) / METRES_PAR_DEGRE;
-  const dlon = dlat / Math.max(0.01, Math.cos((lat * Math.PI) / 180));
+  const box = boxAround(lat, lon, rayonM * 1.1);
   const { rows } = await db.query<ZoneRow>(
     `SELECT z.id, z.idurba, z.libelle, z.libelong, z.typezone, z.reglement_url, z.reglement_page, z.insee, z.siren,
             z.aire_m2, z.geometrie, to_char(coalesce(z.datappro, d.datappro), 'YYYY-MM-DD') AS approuve_le,
@@ -233,7 +129,7 @@ export async function zonesNear(
        JOIN documents_urbanisme d ON d.dataset = z.dataset AND d.idurba = z.idurba
       WHERE z.dataset = $1
         AND box(point(z.bbox_xmin, z.bbox_ymin), point(z.bbox_xmax, z.bbox_ymax)) && box(point($2, $3), point($4, $5))`,
-    [dataset, lon - dlon, lat - dlat, lon + dlon, lat + dlat],
+    [dataset, box.xmin, box.ymin, box.xmax, box.ymax],
   );
   const near: ZoneProche[] = [];
   for (const row of rows) {

@@ -7,8 +7,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../db/client.ts';
 import { importZonage, reprojectionOfPrj, ZonageImportError } from '../../domain/urbanisme/zonage-import.ts';
-import { containsPoint, findZoning, isoDate, type Position, type ZoneGeometry } from '../../domain/urbanisme/zonage.ts';
+import { findZoning, isoDate } from '../../domain/urbanisme/zonage.ts';
+import { containsPoint, type Position, type ZoneGeometry } from '../../lib/geometrie.ts';
 import { createTestDb } from '../support/db.ts';
+import { square } from '../support/geometrie.ts';
 
 const ARPAILLARGUES = path.resolve('../shared/data/gpu/30014_PLU_20171013');
 const TROIS_PROVINCES = path.resolve('../shared/data/gpu/241800432_PLUi_20200128');
@@ -31,16 +33,6 @@ afterAll(async () => {
   await drop();
   await rm(dir, { recursive: true, force: true });
 });
-
-function square(lon: number, lat: number, half: number): Position[] {
-  return [
-    [lon - half, lat - half],
-    [lon + half, lat - half],
-    [lon + half, lat + half],
-    [lon - half, lat + half],
-    [lon - half, lat - half],
-  ];
-}
 
 async function writeCollection(name: string, features: unknown[], extra: object = {}): Promise<string> {
   const file = path.join(dir, name);

@@ -2,6 +2,7 @@ import { Alea } from '../alea.ts';
 import { csv, type SandboxPart } from '../part.ts';
 import {
   afnor,
+  metresDuCentre,
   parcelle,
   position,
   type InseeSandbox,
@@ -142,11 +143,7 @@ function effetsDeLieux(seed: number, t: Territoire): { quartier: (n: Numero) => 
     quartier: (n) => {
       // The quadrants of the sandbox's IRIS (parts/iris.ts): north-west, north-east, south-west, south-east.
       const q = (n.lat >= c.lat ? 0 : 2) + (n.lon >= c.lon ? 1 : 0);
-      const distance = Math.hypot(
-        (n.lat - c.lat) * 111_320,
-        (n.lon - c.lon) * 111_320 * Math.cos((c.lat * Math.PI) / 180),
-      );
-      return quadrants[q] - EFFETS.gradient * Math.min(1, distance / c.rayonM);
+      return quadrants[q] - EFFETS.gradient * Math.min(1, metresDuCentre(c, n) / c.rayonM);
     },
     voie,
   };

@@ -4,7 +4,7 @@ import { VENTE_UN_LOGEMENT } from '../../../domain/marche/agregats.ts';
 import { reconstruireDerives } from '../../../domain/marche/derives.ts';
 import { marcheOperations } from '../../../domain/marche/operations.ts';
 import { loadSandbox } from '../../../domain/sandbox/load.ts';
-import { containsPoint, type ZoneGeometry } from '../../../domain/urbanisme/zonage.ts';
+import { containsPoint, type ZoneGeometry } from '../../../lib/geometrie.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 
 // prix_iris and secteur on the demonstration territory loaded into the live data (secteur has no sandbox), each
