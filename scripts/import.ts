@@ -5,6 +5,7 @@ import { annoncesSource } from '../domain/annonces/import.ts';
 import { communesSource } from '../domain/adresses/import-communes.ts';
 import { dpeSource } from '../domain/dpe/import.ts';
 import { dvfSource } from '../domain/dvf/import.ts';
+import { cadastreSource } from '../domain/cadastre/import.ts';
 import { bodaccSource } from '../domain/entreprises/import-bodacc.ts';
 import { sireneSource } from '../domain/entreprises/import-sirene.ts';
 import {
@@ -20,7 +21,10 @@ import { versionDvf } from '../domain/estimation/recalibrer.ts';
 import { clearDemonstration } from '../domain/sandbox/load.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
 import { permisSource } from '../domain/urbanisme/import-permis.ts';
-import { gpuSource, ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
+import { gpuSource } from '../domain/urbanisme/paquet-gpu.ts';
+import { statutCommunesSource } from '../domain/urbanisme/statut-communes-import.ts';
+import { supSource } from '../domain/urbanisme/sup-import.ts';
+import { ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { zonageAbcSource } from '../domain/zonage-abc/import.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
 import { recalibrerApresImport } from '../lib/temporal.ts';
@@ -41,6 +45,9 @@ const SOURCES: Record<string, ImportSource> = Object.fromEntries(
     dvfSource,
     dpeSource,
     gpuSource,
+    supSource,
+    cadastreSource,
+    statutCommunesSource,
     permisSource,
     sireneSource,
     bodaccSource,
@@ -57,10 +64,12 @@ DVF, BAN et loyers, publiés par morceaux (commune, département, année, type d
 fichiers, un dossier (ses fichiers .csv, .csv.gz, à toute profondeur) ou un motif : npm run import -- dvf dvf-2024/ ;
 npm run import -- ban 'ban/adresses-*.csv.gz' ; npm run import -- loyers carte-des-loyers-2025/
 Les relevés d'annonces aussi (fichiers .jsonl, .jsonl.gz, .ndjson) : npm run import -- annonces releves/
+Les paquets d'urbanisme et de servitudes (dossiers de dépôt, shapefile ou GeoJSON) et le cadastre Etalab aussi :
+npm run import -- gpu gpu/ ; npm run import -- sup 'sup/*_AC1_*' ; npm run import -- cadastre cadastre-33/
 
 Sources :
 ${Object.entries(SOURCES)
-  .map(([name, source]) => `  ${name.padEnd(10)} ${source.description}`)
+  .map(([name, source]) => `  ${name.padEnd(18)} ${source.description}`)
   .join('\n')}
 
 Options :

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { annoncesPart } from './parts/annonces.ts';
 import { banPart } from './parts/ban.ts';
 import { bodaccPart } from './parts/bodacc.ts';
+import { cadastrePart } from './parts/cadastre.ts';
 import { dpePart } from './parts/dpe.ts';
 import { dvfPart } from './parts/dvf.ts';
 import { gpuPart } from './parts/gpu.ts';
@@ -10,6 +11,7 @@ import { irisPart } from './parts/iris.ts';
 import { loyersPart } from './parts/loyers.ts';
 import { permisPart } from './parts/permis.ts';
 import { sirenePart } from './parts/sirene.ts';
+import { supPart } from './parts/sup.ts';
 import { zonageAbcPart } from './parts/zonage-abc.ts';
 import { COMMUNES, territoire } from './territoire.ts';
 
@@ -29,6 +31,8 @@ export { FICTIF } from './part.ts';
  * - SCI are SIRENE legal units with their seat at a BAN number; their BODACC notices carry their SIREN and seat.
  * - Strasbourg (67482) is Alsace-Moselle: addresses, DPE, permits and companies, but no DVF sale.
  * - Rent indicators cover the five communes (the arrondissement, as the source does); the A/B/C zoning names Paris.
+ * - The cadastre's parcels are those the BAN numbers carry; the planning packages cover each commune (Paris 11e by
+ *   the PLU of Paris, Lille and Strasbourg by their PLUi) and each commune has an easement of AC1, PM1 and I4.
  * - Listings stand at BAN numbers (or near them); an agency that sells them is the SIRENE agency of its commune.
  *
  * Fictitious on purpose, and said so where a format has a free field: company names end with « (FICTIVE) », IRIS
@@ -59,6 +63,8 @@ const PARTS = [
   bodaccPart,
   irisPart,
   gpuPart,
+  supPart,
+  cadastrePart,
   loyersPart,
   zonageAbcPart,
   annoncesPart,
@@ -67,7 +73,10 @@ const PARTS = [
 export type SandboxSource = (typeof PARTS)[number]['source'];
 /** Sources of the generated files, in import order. */
 export const SANDBOX_SOURCES: readonly SandboxSource[] = PARTS.map((p) => p.source);
-/** Paths of the generated files by source, each list in import order (DPE before audits, units before establishments). */
+/**
+ * Paths of the generated files by source, each list in import order (DPE before audits, units before establishments).
+ * A source published as packages (the planning and easement upload folders) has the folder holding its packages.
+ */
 export type SandboxFiles = Record<SandboxSource, string[]>;
 
 /**
@@ -82,8 +91,11 @@ export async function generateSandbox(dir: string, { seed }: { seed: number }): 
     fichiers[part.source] = [];
     for (const [nom, contenu] of part.fichiers(seed, territoires)) {
       const fichier = path.join(dir, nom);
+      await mkdir(path.dirname(fichier), { recursive: true });
       await writeFile(fichier, contenu, 'utf8');
-      fichiers[part.source].push(fichier);
+      // A file in a folder belongs to a package: the top folder is what the importer reads.
+      const unite = nom.includes('/') ? path.join(dir, nom.slice(0, nom.indexOf('/'))) : fichier;
+      if (!fichiers[part.source].includes(unite)) fichiers[part.source].push(unite);
     }
   }
   return fichiers;

@@ -21,6 +21,7 @@ export const FICTIF = {
   iris: '(contour fictif)',
   zonage: '(zonage fictif)',
   loyer: '(loyer fictif)',
+  servitude: '(servitude fictive)',
 } as const;
 
 function champCsv(value: string | number, separateur: string): string {

@@ -1,4 +1,4 @@
-import { MAX_REJETS_LISTES, type Dataset, type ImportSource } from '../import/source.ts';
+import { MAX_REJETS_LISTES, type Dataset } from '../import/source.ts';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open as openFile, readdir, readFile, stat } from 'node:fs/promises';
@@ -37,6 +37,11 @@ export interface ZonageImportOptions {
   baseUrl?: string;
   /** Features per staging batch (500 by default). */
   batchSize?: number;
+  /**
+   * The IDURBA of zones that carry none, when the source does not tell it (a GeoJSON layer of a package whose folder,
+   * DOC_URBA or DOC_URBA_COM names the document).
+   */
+  idurbaParDefaut?: string | null;
   /** Called after each batch with the running counts. */
   onProgress?: (progress: { lus: number; gardes: number }) => void;
 }
@@ -70,7 +75,8 @@ const DECIMALES = 1e7;
 // Coordinate systems.
 // ---------------------------------------------------------------------------------------------------------------------
 
-type Reprojection = ((x: number, y: number) => [number, number]) | null;
+/** From the source's coordinates to WGS84 [longitude, latitude]; null when they are WGS84 already. */
+export type Reprojection = ((x: number, y: number) => [number, number]) | null;
 
 const LAMBERT_93 =
   '+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
@@ -142,7 +148,7 @@ export function reprojectionOfPrj(wkt: string): Reprojection {
 }
 
 /** The reprojection a GeoJSON `crs` member (GeoJSON 2008) names; none means WGS84, as RFC 7946 says. */
-function reprojectionOfCrs(crs: unknown): Reprojection {
+export function reprojectionOfCrs(crs: unknown): Reprojection {
   const name = String((crs as { properties?: { name?: unknown } } | null)?.properties?.name ?? '');
   if (!name || /CRS84|EPSG:{1,2}(4326|4171)$/i.test(name)) return null;
   if (/EPSG:{1,2}2154$/i.test(name)) return converter(LAMBERT_93);
@@ -174,15 +180,25 @@ export function encodingOfCpg(cpg: string): string {
 }
 
 /**
- * Without a `.cpg`: UTF-8 if the first 64 KiB of the DBF are valid UTF-8 (plain ASCII is both), else Windows-1252,
- * the historical code page of French shapefiles.
+ * Without a `.cpg`: UTF-8 if the records of the DBF are valid UTF-8 (plain ASCII is both), else Windows-1252, the
+ * historical code page of French shapefiles. The records only: the binary header (counts, lengths) is no text, and a
+ * byte of it above 0x7F would pass a UTF-8 file for Windows-1252. All of them: a first accent may come late.
  */
-async function sniffDbfEncoding(file: string): Promise<string> {
+export async function sniffDbfEncoding(file: string): Promise<string> {
   const handle = await openFile(file, 'r');
   try {
-    const buffer = Buffer.alloc(65_536);
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    new TextDecoder('utf-8', { fatal: true }).decode(buffer.subarray(0, bytesRead), { stream: true });
+    const header = Buffer.alloc(12);
+    await handle.read(header, 0, 12, 0);
+    let position = header.readUInt16LE(8);
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    const buffer = Buffer.alloc(1 << 20);
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      if (bytesRead === 0) break;
+      decoder.decode(buffer.subarray(0, bytesRead), { stream: true });
+      position += bytesRead;
+    }
+    decoder.decode();
     return 'utf-8';
   } catch {
     return 'windows-1252';
@@ -195,14 +211,14 @@ async function sniffDbfEncoding(file: string): Promise<string> {
 // Sources: a GPU folder (shapefile) or a GeoJSON file, both giving features with lower-cased attribute names.
 // ---------------------------------------------------------------------------------------------------------------------
 
-type Attributes = Record<string, unknown>;
+export type Attributes = Record<string, unknown>;
 interface RawFeature {
   ligne: number;
   properties: Attributes;
   geometry: unknown;
   reprojection: Reprojection;
 }
-type Documents = Map<string, Attributes>;
+export type Documents = Map<string, Attributes>;
 
 interface Source {
   format: ZonageImportReport['format'];
@@ -263,7 +279,8 @@ async function openSource(source: string): Promise<Source> {
 
 async function readDocUrba(files: string[]): Promise<Documents> {
   const documents: Documents = new Map();
-  const dbf = files.find((f) => /doc_urba.*\.dbf$/i.test(path.basename(f)));
+  // DOC_URBA, not DOC_URBA_COM (the communes of the document), which sorts after it and may come alone.
+  const dbf = files.find((f) => /doc(ument)?_urba(?!_com)[^/]*\.dbf$/i.test(path.basename(f)));
   if (!dbf) return documents;
   const cpg = sibling(files, dbf, 'cpg');
   const encoding = cpg ? encodingOfCpg(await readFile(cpg, 'latin1')) : await sniffDbfEncoding(dbf);
@@ -383,6 +400,8 @@ async function geojsonSource(file: string): Promise<Source> {
  */
 export async function* streamFeatureCollection(
   file: string,
+  /** The file's text when it is not read plainly from `file` (a gzipped file): `file` then only names it. */
+  texte?: AsyncIterable<string>,
 ): AsyncGenerator<{ ligne: number; feature: unknown } | { ligne: number; motif: string } | { crs: unknown }> {
   let depth = 0;
   let inString = false;
@@ -398,8 +417,9 @@ export async function* streamFeatureCollection(
   let captureStart = -1;
   let captureKind: 'feature' | 'crs' = 'feature';
   let ligne = 0;
-  const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 16 });
-  for await (const chunk of stream as AsyncIterable<string>) {
+  const stream =
+    texte ?? (createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 16 }) as AsyncIterable<string>);
+  for await (const chunk of stream) {
     for (let i = 0; i < chunk.length; i++) {
       const c = chunk[i];
       if (inString) {
@@ -650,19 +670,6 @@ const ZONE_COLUMNS = [
   'siren',
 ] as const;
 
-const DOCUMENT_COLUMNS = [
-  'typedoc',
-  'etat',
-  'nomproc',
-  'datappro',
-  'datvalid',
-  'insee',
-  'siren',
-  'nomreg',
-  'urlreg',
-  'depuis_doc_urba',
-] as const;
-
 const STAGING_FIELDS = `idurba text, empreinte text, libelle text, libelong text, typezone text, destdomi text,
   nomfic text, urlfic text, reglement_url text, reglement_page int, datappro date, datvalid date, insee text,
   siren text, geometrie jsonb, bbox_xmin float8, bbox_ymin float8, bbox_xmax float8, bbox_ymax float8, aire_m2 float8`;
@@ -676,7 +683,8 @@ async function writeBatch(client: PoolClient, batch: StagedZone[]): Promise<void
   );
 }
 
-interface DocumentRow {
+/** A row of documents_urbanisme. */
+export interface DocumentRow {
   idurba: string;
   typedoc: string | null;
   etat: string | null;
@@ -687,23 +695,140 @@ interface DocumentRow {
   siren: string | null;
   nomreg: string | null;
   urlreg: string | null;
+  datefin: string | null;
+  nomplan: string | null;
+  urlplan: string | null;
+  siteweb: string | null;
   depuis_doc_urba: boolean;
 }
 
-function documentRow(idurba: string, doc: Attributes | undefined, zonesDatvalid: string | null): DocumentRow {
+const DOCUMENT_COLUMNS = [
+  'typedoc',
+  'etat',
+  'nomproc',
+  'datappro',
+  'datvalid',
+  'insee',
+  'siren',
+  'nomreg',
+  'urlreg',
+  'datefin',
+  'nomplan',
+  'urlplan',
+  'siteweb',
+  'depuis_doc_urba',
+] as const;
+
+/**
+ * The type of a document: DOC_URBA's TYPEDOC, else the type its IDURBA carries (`30014_PLU_20171013`), else
+ * `parDefaut` (what the package's name or layers say): the IDURBA of the 2013 layout has none (`50545_20130902`).
+ */
+function typeOf(typedoc: string | null, idurba: string, parDefaut: string | null): string | null {
+  if (typedoc) return typeDocument(typedoc, idurba);
+  if (/^[A-Za-z]+$/.test(idurba.split('_')[1] ?? '')) return typeDocument(null, idurba);
+  return parDefaut;
+}
+
+/**
+ * The row of a document: from its DOC_URBA attributes (lower-cased names) when the package has them, else inferred
+ * from its IDURBA; `datvalid` is the latest validation of its features, `typeParDefaut` the type to assume when
+ * neither DOC_URBA nor the IDURBA says it.
+ */
+export function documentRow(
+  idurba: string,
+  doc: Attributes | undefined,
+  datvalid: string | null,
+  typeParDefaut: string | null = null,
+): DocumentRow {
   return {
     idurba,
-    typedoc: typeDocument(text(doc?.typedoc), idurba),
+    typedoc: typeOf(text(doc?.typedoc), idurba, typeParDefaut),
     etat: text(doc?.etat),
     nomproc: text(doc?.nomproc),
     datappro: isoDate(doc?.datappro) ?? dateOfIdurba(idurba),
-    datvalid: isoDate(doc?.datvalid) ?? zonesDatvalid,
+    datvalid: isoDate(doc?.datvalid) ?? datvalid,
     insee: inseeOfIdurba(idurba),
     siren: text(doc?.siren) ?? sirenOfIdurba(idurba),
     nomreg: text(doc?.nomreg),
     urlreg: text(doc?.urlreg),
+    datefin: isoDate(doc?.datefin),
+    nomplan: text(doc?.nomplan),
+    urlplan: text(doc?.urlplan),
+    siteweb: text(doc?.siteweb),
     depuis_doc_urba: doc !== undefined,
   };
+}
+
+/**
+ * Writes documents in the caller's transaction. DOC_URBA rows are authoritative; a document inferred from features
+ * never overwrites one that DOC_URBA described. An unchanged document is not rewritten.
+ */
+export async function ecrireDocuments(client: PoolClient, dataset: Dataset, rows: DocumentRow[]): Promise<void> {
+  const documentRecord = `idurba text, ${DOCUMENT_COLUMNS.map((c) => `${c} ${c === 'depuis_doc_urba' ? 'boolean' : /^dat/.test(c) ? 'date' : 'text'}`).join(', ')}`;
+  for (const depuisDocUrba of [true, false]) {
+    await client.query(
+      `INSERT INTO documents_urbanisme AS d (dataset, idurba, ${DOCUMENT_COLUMNS.join(', ')})
+       SELECT $1, idurba, ${DOCUMENT_COLUMNS.join(', ')} FROM jsonb_to_recordset($2::jsonb) AS r(${documentRecord})
+       ON CONFLICT (dataset, idurba) DO UPDATE SET ${DOCUMENT_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}, maj_le = now()
+       WHERE ${depuisDocUrba ? '' : 'NOT d.depuis_doc_urba AND '}(${DOCUMENT_COLUMNS.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${DOCUMENT_COLUMNS.map((c) => `excluded.${c}`).join(', ')})`,
+      [dataset, JSON.stringify(rows.filter((r) => r.depuis_doc_urba === depuisDocUrba))],
+    );
+  }
+}
+
+/** The documents of the staged zones, with the latest validation date of each one's zones. */
+export async function documentsDesZones(
+  client: PoolClient,
+): Promise<Array<{ idurba: string; datvalid: string | null }>> {
+  const { rows } = await client.query<{ idurba: string; datvalid: string | null }>(
+    `SELECT idurba, to_char(max(datvalid), 'YYYY-MM-DD') AS datvalid FROM pg_temp.zonage_lot GROUP BY idurba ORDER BY idurba`,
+  );
+  return rows;
+}
+
+/**
+ * Merges the staged zones (pg_temp.zonage_lot) into zones_urbanisme, in the caller's transaction, under
+ * VERROU_FUSION: the zones of every document they belong to are replaced by them. Their documents must be written.
+ */
+export async function fusionnerZones(client: PoolClient, dataset: Dataset): Promise<ZonageImportReport['zones']> {
+  // Natural key: the outline's hash, numbered among identical outlines of the document in file order.
+  await client.query(
+    `UPDATE pg_temp.zonage_lot l SET cle = k.empreinte || '-' || k.n
+       FROM (SELECT seq, empreinte, row_number() OVER (PARTITION BY idurba, empreinte ORDER BY seq) AS n
+               FROM pg_temp.zonage_lot) k
+      WHERE k.seq = l.seq`,
+  );
+  // The outline is part of the key: an unchanged key means an unchanged outline, only attributes are compared.
+  const upserted = await client.query<{ ajoutee: boolean }>(
+    `INSERT INTO zones_urbanisme AS z (dataset, idurba, cle, ${ZONE_COLUMNS.join(', ')}, geometrie, ${BBOX_COLUMNS}, aire_m2)
+     SELECT $1, idurba, cle, ${ZONE_COLUMNS.join(', ')}, geometrie, ${BBOX_COLUMNS}, aire_m2
+       FROM pg_temp.zonage_lot ORDER BY seq
+     ON CONFLICT (dataset, idurba, cle) DO UPDATE SET ${ZONE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}, maj_le = now()
+     WHERE (${ZONE_COLUMNS.map((c) => `z.${c}`).join(', ')}) IS DISTINCT FROM (${ZONE_COLUMNS.map((c) => `excluded.${c}`).join(', ')})
+     RETURNING (xmax = 0) AS ajoutee`,
+    [dataset],
+  );
+  // Zones of the imported documents that the file no longer has.
+  const deleted = await client.query(
+    `DELETE FROM zones_urbanisme z
+      WHERE z.dataset = $1
+        AND z.idurba IN (SELECT DISTINCT idurba FROM pg_temp.zonage_lot)
+        AND NOT EXISTS (SELECT 1 FROM pg_temp.zonage_lot l WHERE l.idurba = z.idurba AND l.cle = z.cle)`,
+    [dataset],
+  );
+  const staged = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_temp.zonage_lot');
+  const ajoutees = upserted.rows.filter((r) => r.ajoutee).length;
+  return {
+    ajoutees,
+    modifiees: upserted.rows.length - ajoutees,
+    inchangees: staged.rows[0].n - upserted.rows.length,
+    supprimees: deleted.rowCount ?? 0,
+  };
+}
+
+/** Takes the merge lock of a dataset's planning documents, for the caller's transaction. */
+export async function verrouillerFusion(client: PoolClient, dataset: Dataset): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VERROU_FUSION, dataset]);
 }
 
 async function merge(
@@ -713,76 +838,85 @@ async function merge(
 ): Promise<{ documents: string[]; zones: ZonageImportReport['zones'] }> {
   await client.query('BEGIN');
   try {
-    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VERROU_FUSION, dataset]);
-    // Natural key: the outline's hash, numbered among identical outlines of the document in file order.
-    await client.query(
-      `UPDATE pg_temp.zonage_lot l SET cle = k.empreinte || '-' || k.n
-         FROM (SELECT seq, empreinte, row_number() OVER (PARTITION BY idurba, empreinte ORDER BY seq) AS n
-                 FROM pg_temp.zonage_lot) k
-        WHERE k.seq = l.seq`,
-    );
-    const zoned = await client.query<{ idurba: string; datvalid: string | null }>(
-      `SELECT idurba, to_char(max(datvalid), 'YYYY-MM-DD') AS datvalid FROM pg_temp.zonage_lot GROUP BY idurba`,
-    );
-    const zonesDatvalid = new Map(zoned.rows.map((r) => [r.idurba, r.datvalid]));
-    const fromDocUrba = [...documents].map(([idurba, doc]) =>
-      documentRow(idurba, doc, zonesDatvalid.get(idurba) ?? null),
-    );
-    const inferred = zoned.rows
-      .filter((r) => !documents.has(r.idurba))
-      .map((r) => documentRow(r.idurba, undefined, r.datvalid));
-    const documentRecord = `idurba text, ${DOCUMENT_COLUMNS.map((c) => `${c} ${c === 'depuis_doc_urba' ? 'boolean' : /^dat/.test(c) ? 'date' : 'text'}`).join(', ')}`;
-    // DOC_URBA rows are authoritative; a document inferred from zones never overwrites one that DOC_URBA described.
-    await client.query(
-      `INSERT INTO documents_urbanisme AS d (dataset, idurba, ${DOCUMENT_COLUMNS.join(', ')})
-       SELECT $1, idurba, ${DOCUMENT_COLUMNS.join(', ')} FROM jsonb_to_recordset($2::jsonb) AS r(${documentRecord})
-       ON CONFLICT (dataset, idurba) DO UPDATE SET ${DOCUMENT_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}, maj_le = now()
-       WHERE (${DOCUMENT_COLUMNS.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${DOCUMENT_COLUMNS.map((c) => `excluded.${c}`).join(', ')})`,
-      [dataset, JSON.stringify(fromDocUrba)],
-    );
-    await client.query(
-      `INSERT INTO documents_urbanisme AS d (dataset, idurba, ${DOCUMENT_COLUMNS.join(', ')})
-       SELECT $1, idurba, ${DOCUMENT_COLUMNS.join(', ')} FROM jsonb_to_recordset($2::jsonb) AS r(${documentRecord})
-       ON CONFLICT (dataset, idurba) DO UPDATE SET ${DOCUMENT_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}, maj_le = now()
-       WHERE NOT d.depuis_doc_urba
-         AND (${DOCUMENT_COLUMNS.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${DOCUMENT_COLUMNS.map((c) => `excluded.${c}`).join(', ')})`,
-      [dataset, JSON.stringify(inferred)],
-    );
-    // The outline is part of the key: an unchanged key means an unchanged outline, only attributes are compared.
-    const upserted = await client.query<{ ajoutee: boolean }>(
-      `INSERT INTO zones_urbanisme AS z (dataset, idurba, cle, ${ZONE_COLUMNS.join(', ')}, geometrie, ${BBOX_COLUMNS}, aire_m2)
-       SELECT $1, idurba, cle, ${ZONE_COLUMNS.join(', ')}, geometrie, ${BBOX_COLUMNS}, aire_m2
-         FROM pg_temp.zonage_lot ORDER BY seq
-       ON CONFLICT (dataset, idurba, cle) DO UPDATE SET ${ZONE_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}, maj_le = now()
-       WHERE (${ZONE_COLUMNS.map((c) => `z.${c}`).join(', ')}) IS DISTINCT FROM (${ZONE_COLUMNS.map((c) => `excluded.${c}`).join(', ')})
-       RETURNING (xmax = 0) AS ajoutee`,
-      [dataset],
-    );
-    // Zones of the imported documents that the file no longer has.
-    const deleted = await client.query(
-      `DELETE FROM zones_urbanisme z
-        WHERE z.dataset = $1
-          AND z.idurba IN (SELECT DISTINCT idurba FROM pg_temp.zonage_lot)
-          AND NOT EXISTS (SELECT 1 FROM pg_temp.zonage_lot l WHERE l.idurba = z.idurba AND l.cle = z.cle)`,
-      [dataset],
-    );
-    const staged = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_temp.zonage_lot');
+    await verrouillerFusion(client, dataset);
+    const zoned = await documentsDesZones(client);
+    const zonesDatvalid = new Map(zoned.map((r) => [r.idurba, r.datvalid]));
+    await ecrireDocuments(client, dataset, [
+      ...[...documents].map(([idurba, doc]) => documentRow(idurba, doc, zonesDatvalid.get(idurba) ?? null)),
+      ...zoned.filter((r) => !documents.has(r.idurba)).map((r) => documentRow(r.idurba, undefined, r.datvalid)),
+    ]);
+    const zones = await fusionnerZones(client, dataset);
     await client.query('COMMIT');
-    const ajoutees = upserted.rows.filter((r) => r.ajoutee).length;
-    const modifiees = upserted.rows.length - ajoutees;
-    return {
-      documents: [...new Set([...documents.keys(), ...zoned.rows.map((r) => r.idurba)])].sort(),
-      zones: {
-        ajoutees,
-        modifiees,
-        inchangees: staged.rows[0].n - upserted.rows.length,
-        supprimees: deleted.rowCount ?? 0,
-      },
-    };
+    return { documents: [...new Set([...documents.keys(), ...zoned.map((r) => r.idurba)])].sort(), zones };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;
   }
+}
+
+/** The base URL of the documents' files, with the trailing slash URL resolution needs; throws when it is no URL. */
+export function normaliserBaseUrl(baseUrl: string | undefined): string | undefined {
+  if (!baseUrl) return undefined;
+  if (!isUrl(baseUrl)) throw new ZonageImportError(`URL de base invalide : ${baseUrl} (http ou https attendu).`);
+  // Without a trailing slash, URL resolution would replace the last path segment instead of appending to it.
+  return baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
+}
+
+/**
+ * Reads the zones of `source` and stages them, on `client`, into pg_temp.zonage_lot (created, or emptied when left
+ * over): what `fusionnerZones` merges. The report counts the features read, kept and rejected; `documents` are the
+ * DOC_URBA rows of the source.
+ */
+export async function preparerZonage(
+  client: PoolClient,
+  source: string,
+  options: Omit<ZonageImportOptions, 'dataset'> = {},
+): Promise<{ report: ZonageImportReport; documents: Documents }> {
+  const batchSize = Math.max(1, options.batchSize ?? 500);
+  const baseUrl = normaliserBaseUrl(options.baseUrl);
+  const input = await openSource(source);
+  input.defaultIdurba ??= options.idurbaParDefaut ?? null;
+  const report: ZonageImportReport = {
+    source,
+    format: input.format,
+    lus: 0,
+    gardes: 0,
+    rejetes: [],
+    documents: [],
+    zones: { ajoutees: 0, modifiees: 0, inchangees: 0, supprimees: 0 },
+  };
+  const reject = (ligne: number, motif: string) => {
+    if (report.rejetes.length < MAX_REJETS_LISTES) report.rejetes.push({ ligne, motif });
+  };
+  await client.query('DROP TABLE IF EXISTS pg_temp.zonage_lot');
+  await client.query(`CREATE TEMP TABLE zonage_lot (seq int PRIMARY KEY, ${STAGING_FIELDS}, cle text)`);
+  let batch: StagedZone[] = [];
+  let octets = 0;
+  const flush = async () => {
+    if (batch.length === 0) return;
+    await writeBatch(client, batch);
+    batch = [];
+    octets = 0;
+    options.onProgress?.({ lus: report.lus, gardes: report.gardes });
+  };
+  for await (const feature of input.features()) {
+    report.lus++;
+    if ('motif' in feature) {
+      reject(feature.ligne, feature.motif);
+      continue;
+    }
+    const staged = stage(feature, input, baseUrl);
+    if (typeof staged === 'string') {
+      reject(feature.ligne, staged);
+      continue;
+    }
+    report.gardes++;
+    batch.push(staged.zone);
+    octets += staged.octets;
+    if (batch.length >= batchSize || octets >= MAX_OCTETS_PAR_LOT) await flush();
+  }
+  await flush();
+  return { report, documents: input.documents };
 }
 
 /**
@@ -796,59 +930,11 @@ export async function importZonage(
   options: ZonageImportOptions = {},
 ): Promise<ZonageImportReport> {
   const dataset = options.dataset ?? 'live';
-  const batchSize = Math.max(1, options.batchSize ?? 500);
-  let baseUrl: string | undefined;
-  if (options.baseUrl) {
-    if (!isUrl(options.baseUrl))
-      throw new ZonageImportError(`URL de base invalide : ${options.baseUrl} (http ou https attendu).`);
-    // Without a trailing slash, URL resolution would replace the last path segment instead of appending to it.
-    baseUrl = options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`;
-  }
-  const input = await openSource(source);
-  const report: ZonageImportReport = {
-    source,
-    format: input.format,
-    lus: 0,
-    gardes: 0,
-    rejetes: [],
-    documents: [],
-    zones: { ajoutees: 0, modifiees: 0, inchangees: 0, supprimees: 0 },
-  };
-  const reject = (ligne: number, motif: string) => {
-    if (report.rejetes.length < MAX_REJETS_LISTES) report.rejetes.push({ ligne, motif });
-  };
-
+  normaliserBaseUrl(options.baseUrl);
   const client = await db.connect();
   try {
-    await client.query('DROP TABLE IF EXISTS pg_temp.zonage_lot');
-    await client.query(`CREATE TEMP TABLE zonage_lot (seq int PRIMARY KEY, ${STAGING_FIELDS}, cle text)`);
-    let batch: StagedZone[] = [];
-    let octets = 0;
-    const flush = async () => {
-      if (batch.length === 0) return;
-      await writeBatch(client, batch);
-      batch = [];
-      octets = 0;
-      options.onProgress?.({ lus: report.lus, gardes: report.gardes });
-    };
-    for await (const feature of input.features()) {
-      report.lus++;
-      if ('motif' in feature) {
-        reject(feature.ligne, feature.motif);
-        continue;
-      }
-      const staged = stage(feature, input, baseUrl);
-      if (typeof staged === 'string') {
-        reject(feature.ligne, staged);
-        continue;
-      }
-      report.gardes++;
-      batch.push(staged.zone);
-      octets += staged.octets;
-      if (batch.length >= batchSize || octets >= MAX_OCTETS_PAR_LOT) await flush();
-    }
-    await flush();
-    const merged = await merge(client, dataset, input.documents);
+    const { report, documents } = await preparerZonage(client, source, options);
+    const merged = await merge(client, dataset, documents);
     report.documents = merged.documents;
     report.zones = merged.zones;
     options.onProgress?.({ lus: report.lus, gardes: report.gardes });
@@ -858,24 +944,3 @@ export async function importZonage(
     client.release();
   }
 }
-
-/** The `gpu` source of the importers' CLI. */
-export const gpuSource: ImportSource = {
-  name: 'gpu',
-  description:
-    'zonage du Géoportail de l’Urbanisme : dossier de dépôt (ZONE_URBA .shp/.dbf/.prj/.cpg, DOC_URBA .dbf) ou FeatureCollection GeoJSON en WGS84',
-  async run(db, chemin, { sandbox, baseUrl, onProgress }) {
-    const report = await importZonage(db, chemin, { dataset: sandbox ? 'sandbox' : 'live', baseUrl, onProgress });
-    const docs = report.documents;
-    return {
-      source: report.source,
-      lus: report.lus,
-      gardes: report.gardes,
-      rejetes: report.rejetes,
-      details: [
-        `documents : ${docs.length}${docs.length ? ` (${docs.slice(0, 10).join(', ')}${docs.length > 10 ? ', …' : ''})` : ''}`,
-        `zones     : ${report.zones.ajoutees} ajoutées, ${report.zones.modifiees} modifiées, ${report.zones.inchangees} inchangées, ${report.zones.supprimees} supprimées`,
-      ],
-    };
-  },
-};

@@ -368,8 +368,10 @@ describe('import CLI', () => {
 
   it.skipIf(!hasGpu)(`imports a GPU folder and prints its report${SKIP}`, async () => {
     const { stdout } = await cli('gpu', ARPAILLARGUES, '--sandbox', '--base-url', 'https://exemple.fr/plu/30014');
-    expect(stdout).toMatch(/lus\s*: 90/);
-    expect(stdout).toMatch(/gardés\s*: 90/);
+    // The whole package: 90 zones, and its prescriptions and information (test/unit/urbanisme/paquet-gpu.test.ts).
+    expect(stdout).toMatch(/lus\s*: 299/);
+    expect(stdout).toMatch(/gardés\s*: 299/);
+    expect(stdout).toContain('zones : 90 ajoutées');
     expect(stdout).toMatch(/rejetés\s*: 0/);
     expect(stdout).toContain('30014_PLU_20171013');
     const { rows } = await db.query<{ reglement_url: string }>(
@@ -386,12 +388,12 @@ describe('import CLI', () => {
     );
     expect(missing?.code).toBe(1);
     expect(missing?.stderr).toMatch(/Erreur : chemin introuvable/);
-    const wrong = await cli('cadastre', dir).then(
+    const wrong = await cli('inconnue', dir).then(
       () => null,
       (error: { code: number; stderr: string }) => error,
     );
     expect(wrong?.code).toBe(1);
-    expect(wrong?.stderr).toMatch(/source inconnue « cadastre »/);
+    expect(wrong?.stderr).toMatch(/source inconnue « inconnue »/);
     expect(wrong?.stderr).toContain('Usage : npm run import');
   });
 });
