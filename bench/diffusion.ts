@@ -18,7 +18,7 @@ import { loadavg } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { machine, today, writeSection } from './results.ts';
+import { machine, writeSection } from './results.ts';
 import { startService } from './service.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -182,7 +182,7 @@ async function main() {
       `| credits debited (1 per delivery received) | ${debites} |`,
     ];
     console.log(lignes.join('\n'));
-    await writeSection(`Webhook fan-out of listing events — ${today()}`, lignes.join('\n'));
+    await writeSection('Webhook fan-out of listing events', lignes.join('\n'));
     if (recues !== attendues) throw new Error(`${recues} livraisons reçues sur ${attendues}`);
     if (debites !== recues) throw new Error(`${debites} crédits débités pour ${recues} livraisons reçues`);
   } finally {
