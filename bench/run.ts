@@ -6,7 +6,20 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-const ALL = ['pipeline', 'tasks', 'hub', 'stalled', 'pdf', 'documents', 'adresses', 'dvf', 'marche', 'estimation'];
+const ALL = [
+  'pipeline',
+  'tasks',
+  'hub',
+  'stalled',
+  'pdf',
+  'documents',
+  'adresses',
+  'dvf',
+  'marche',
+  'estimation',
+  'annonces',
+  'diffusion',
+];
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
 let failed = 0;
 for (const name of chosen) {
