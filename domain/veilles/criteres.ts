@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FiltresShape, passeFiltres, type LieuAnnonce } from '../webhooks/operations.ts';
+import { CHAMPS_FILTRES, passeFiltres, PRIX_ORDONNES, type LieuAnnonce } from '../webhooks/operations.ts';
 
 const borne = (description: string) => z.number().min(0, 'Valeur positive ou nulle attendue.').describe(description);
 
@@ -9,12 +9,7 @@ const borne = (description: string) => z.number().min(0, 'Valeur positive ou nul
  */
 export const CriteresSchema = z
   .strictObject({
-    insee: FiltresShape.insee.optional(),
-    cp: FiltresShape.cp.optional(),
-    departement: FiltresShape.departement.optional(),
-    type_bien: FiltresShape.type_bien.optional(),
-    prix_min: FiltresShape.prix_min.optional(),
-    prix_max: FiltresShape.prix_max.optional(),
+    ...CHAMPS_FILTRES,
     surface_min: borne('Surface habitable minimale (m²).').optional(),
     surface_max: borne('Surface habitable maximale (m²).').optional(),
     score_min: z.number().min(0).max(100, 'Score sur 100.').optional().describe('Score d’analyse minimal (0-100).'),
@@ -29,10 +24,7 @@ export const CriteresSchema = z
     message: 'Au moins un lieu : insee, cp ou departement.',
     path: ['insee'],
   })
-  .refine((c) => c.prix_min === undefined || c.prix_max === undefined || c.prix_min <= c.prix_max, {
-    message: 'prix_max doit être supérieur ou égal à prix_min.',
-    path: ['prix_max'],
-  })
+  .refine(...PRIX_ORDONNES)
   .refine((c) => c.surface_min === undefined || c.surface_max === undefined || c.surface_min <= c.surface_max, {
     message: 'surface_max doit être supérieure ou égale à surface_min.',
     path: ['surface_max'],

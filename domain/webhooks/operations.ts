@@ -68,19 +68,28 @@ export const FiltresShape = {
   prix_max: z.number().int('Prix entier en euros attendu.').min(0, 'Prix positif ou nul attendu.'),
 };
 
+/** The filters' fields, all optional: a subscription's, and the place, type and price of a watch's criteria. */
+export const CHAMPS_FILTRES = {
+  insee: FiltresShape.insee.optional(),
+  cp: FiltresShape.cp.optional(),
+  departement: FiltresShape.departement.optional(),
+  type_bien: FiltresShape.type_bien.optional(),
+  prix_min: FiltresShape.prix_min.optional(),
+  prix_max: FiltresShape.prix_max.optional(),
+};
+
+/** The check that a price range is not reversed, as a `.refine` takes it. */
+export const PRIX_ORDONNES: [
+  (f: { prix_min?: number; prix_max?: number }) => boolean,
+  { message: string; path: string[] },
+] = [
+  (f) => f.prix_min === undefined || f.prix_max === undefined || f.prix_min <= f.prix_max,
+  { message: 'prix_max doit être supérieur ou égal à prix_min.', path: ['prix_max'] },
+];
+
 export const FiltresSchema = z
-  .strictObject({
-    insee: FiltresShape.insee.optional(),
-    cp: FiltresShape.cp.optional(),
-    departement: FiltresShape.departement.optional(),
-    type_bien: FiltresShape.type_bien.optional(),
-    prix_min: FiltresShape.prix_min.optional(),
-    prix_max: FiltresShape.prix_max.optional(),
-  })
-  .refine((f) => f.prix_min === undefined || f.prix_max === undefined || f.prix_min <= f.prix_max, {
-    message: 'prix_max doit être supérieur ou égal à prix_min.',
-    path: ['prix_max'],
-  })
+  .strictObject(CHAMPS_FILTRES)
+  .refine(...PRIX_ORDONNES)
   .describe('Filtres des genres d’annonces, tous facultatifs et combinés par ET ; les valeurs d’une liste par OU.');
 
 /** What the filters of a subscription (and the criteria of a watch) read of a listing event. */
