@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { transaction, type Queryable } from '../../db/client.ts';
+import { transaction } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
@@ -374,7 +374,7 @@ adresses, son \`id\` et son \`genre\` dans ce flux, \`avant\`/\`apres\` pour une
       }
       apres = position.apres;
     }
-    const page = await lireResultats(ctx.services.db as Queryable, ctx.caller.organisationId, {
+    const page = await lireResultats(ctx.services.db, ctx.caller.organisationId, {
       apres,
       limite: input.limite,
       veilleId: input.veille ?? null,
