@@ -279,10 +279,53 @@ export const COLONNES_ANNONCE = `id, portail, identifiant, lien, statut, type, n
   to_char(premiere_parution, 'YYYY-MM-DD') AS premiere_parution, premiere_parution_estimee, entree_le, vu_le,
   retire_le, maj_le, releves, brut, bien_uid, principale, resultat_analyse AS analyse`;
 
+/**
+ * A listing as the list format needs it (feeds, webhooks, watches' results): none of the sheet's texts, photos, raw
+ * details or full analysis. A feed page is a thousand listings: reading and decoding whole rows cost it ten times
+ * what these columns do.
+ */
+export type LigneListe = Pick<
+  LigneAnnonce,
+  | 'id'
+  | 'portail'
+  | 'identifiant'
+  | 'lien'
+  | 'statut'
+  | 'type'
+  | 'commune'
+  | 'code_postal'
+  | 'insee'
+  | 'departement'
+  | 'lat'
+  | 'lon'
+  | 'precision_position'
+  | 'cle_ban'
+  | 'prix'
+  | 'surface'
+  | 'pieces'
+  | 'premiere_parution'
+  | 'premiere_parution_estimee'
+  | 'type_vendeur'
+  | 'annonceur'
+  | 'vu_le'
+  | 'principale'
+> & {
+  dpe: Pick<Partial<Dpe>, 'etiquette'>;
+  analyse: Pick<Analyse, 'score' | 'rendement_brut_pct' | 'rendement_net_pct'> | null;
+};
+
+const COLONNES_LISTE = `id, portail, identifiant, lien, statut, type, commune, code_postal, insee, departement, lat, lon,
+  precision_position, cle_ban, prix, surface, pieces, to_char(premiere_parution, 'YYYY-MM-DD') AS premiere_parution,
+  premiere_parution_estimee, type_vendeur, annonceur, vu_le, principale,
+  jsonb_build_object('etiquette', dpe->'etiquette') AS dpe,
+  CASE WHEN resultat_analyse IS NOT NULL THEN jsonb_build_object('score', resultat_analyse->'score',
+    'rendement_brut_pct', resultat_analyse->'rendement_brut_pct', 'rendement_net_pct',
+    resultat_analyse->'rendement_net_pct') END AS analyse`;
+
 const RELEVE_ANCIEN_JOURS = 30;
 
 /** The flags of a listing: what calls for caution in it. */
-function drapeauxDe(l: LigneAnnonce, maintenant: Date): Drapeau[] {
+function drapeauxDe(l: LigneListe, maintenant: Date): Drapeau[] {
   const flags: Drapeau[] = [];
   if (!l.principale) flags.push('doublon_probable');
   if (l.premiere_parution_estimee) flags.push('date_estimee');
@@ -306,11 +349,11 @@ function drapeauxDe(l: LigneAnnonce, maintenant: Date): Drapeau[] {
 
 export const REGLE_DRAPEAUX = `\`doublon_probable\` : une autre annonce du même bien est celle que le flux sert ; \`date_estimee\` : première parution non donnée par le portail (le jour du premier relevé) ; \`prix_atypique\` : prix au m² hors ${PRIX_M2_PLAUSIBLE.min}-${PRIX_M2_PLAUSIBLE.max} € ; \`surface_atypique\` : surface hors ${SURFACE_LOGEMENT_PLAUSIBLE.min}-${SURFACE_LOGEMENT_PLAUSIBLE.max} m² ; \`rattachement_incertain\` : position approchée ou au centre de la commune, sans numéro BAN ; \`donnee_ancienne\` : annonce en ligne dont le dernier relevé a plus de ${RELEVE_ANCIEN_JOURS} jours.`;
 
-const prixM2 = (l: LigneAnnonce) => (l.prix !== null && l.surface ? Math.round(l.prix / l.surface) : null);
-const idPortail = (l: LigneAnnonce) => `${l.portail}:${l.identifiant}`;
+const prixM2 = (l: LigneListe) => (l.prix !== null && l.surface ? Math.round(l.prix / l.surface) : null);
+const idPortail = (l: LigneListe) => `${l.portail}:${l.identifiant}`;
 
 /** The seller as served: a professional as published, anyone else with no name and no contact. */
-function annonceurServi(l: LigneAnnonce) {
+function annonceurServi(l: Pick<LigneAnnonce, 'type_vendeur' | 'annonceur'>) {
   const a = l.type_vendeur === 'pro' ? l.annonceur : null;
   return {
     type_vendeur: l.type_vendeur,
@@ -412,7 +455,7 @@ export function fiche(l: LigneAnnonce, o: { lienOrigine: boolean; brut: boolean;
 }
 
 /** A listing in the list format of the feed. */
-export function enListe(l: LigneAnnonce, o: { lienOrigine: boolean; maintenant: Date }): AnnonceListe {
+export function enListe(l: LigneListe, o: { lienOrigine: boolean; maintenant: Date }): AnnonceListe {
   const a = annonceurServi(l);
   return {
     id: l.id,
@@ -450,7 +493,7 @@ export function enListe(l: LigneAnnonce, o: { lienOrigine: boolean; maintenant: 
  */
 export function evenementServi(
   ev: EvenementLu,
-  l: LigneAnnonce | undefined,
+  l: LigneListe | undefined,
   o: { lienOrigine: boolean; maintenant: Date },
 ) {
   return {
@@ -464,11 +507,15 @@ export function evenementServi(
   };
 }
 
-/** Listings by service identifier, in one read. */
-export async function lireAnnonces(db: Queryable, dataset: Dataset, ids: string[]): Promise<Map<string, LigneAnnonce>> {
+/** Listings by service identifier, in one read, as the list format needs them. */
+export async function lireAnnoncesEnListe(
+  db: Queryable,
+  dataset: Dataset,
+  ids: string[],
+): Promise<Map<string, LigneListe>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await db.query<LigneAnnonce>(
-    `SELECT ${COLONNES_ANNONCE} FROM annonces WHERE dataset = $1 AND id = ANY($2::text[])`,
+  const { rows } = await db.query<LigneListe>(
+    `SELECT ${COLONNES_LISTE} FROM annonces WHERE dataset = $1 AND id = ANY($2::text[])`,
     [dataset, [...new Set(ids)]],
   );
   return new Map(rows.map((r) => [r.id, r]));

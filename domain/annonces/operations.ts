@@ -13,7 +13,7 @@ import {
   COLONNES_ANNONCE,
   evenementServi,
   fiche,
-  lireAnnonces,
+  lireAnnoncesEnListe,
   REGLE_DRAPEAUX,
   type Annonce,
   type LigneAnnonce,
@@ -383,7 +383,7 @@ export const fluxAnnonces = defineOperation({
       apres = position.apres;
     }
     const page = await lireEvenements(db, dataset, apres, filtres, e.limite);
-    const annonces = await lireAnnonces(
+    const annonces = await lireAnnoncesEnListe(
       db,
       dataset,
       page.evenements.map((ev) => ev.annonce_id),

@@ -1,6 +1,6 @@
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../../db/client.ts';
-import { evenementServi, enListe, lireAnnonces, type LigneAnnonce } from '../annonces/fiche.ts';
+import { evenementServi, enListe, lireAnnoncesEnListe, type LigneListe } from '../annonces/fiche.ts';
 import type { EtatEvenement, Genre as GenreAnnonce } from '../annonces/journal.ts';
 import { passeCriteres, type Criteres } from '../veilles/criteres.ts';
 import { DELAI_RESULTAT_S, GENRE_RESULTAT, type Evenement, type Nature, type Resultat } from '../veilles/resultats.ts';
@@ -144,7 +144,7 @@ export async function repartir(db: Db, limite = 1000): Promise<Repartition | nul
     let livraisons = 0;
     let resultats: ResultatEcrit[] = [];
     if (ecoute.rows[0].oui) {
-      const annonces = await lireAnnonces(
+      const annonces = await lireAnnoncesEnListe(
         client,
         'live',
         evenements.map((e) => e.annonce_id),
@@ -178,7 +178,7 @@ export async function repartir(db: Db, limite = 1000): Promise<Repartition | nul
 
 interface Charge {
   ev: EvenementAnnonce;
-  annonce: LigneAnnonce | undefined;
+  annonce: LigneListe | undefined;
 }
 
 type ResultatEcrit = ResultatNouveau & { id: string };
@@ -286,7 +286,7 @@ async function resultatsDe(
     evenementId: string,
     le: Date,
     evenement: Evenement,
-    annonce: LigneAnnonce | undefined,
+    annonce: LigneListe | undefined,
     cleBan: string | null,
   ) => {
     nouveaux.push({
