@@ -115,34 +115,70 @@ export function containsPoint(geometry: ZoneGeometry, lon: number, lat: number):
   });
 }
 
-/** Shortest distance in metres from the point to the outline of the geometry (holes included). */
-export function distanceToOutlineM(geometry: ZoneGeometry, lon: number, lat: number): number {
+/** Shortest distance in metres from the point to a set of paths (each a list of positions joined in order). */
+function distanceToPathsM(paths: Iterable<Position[]>, lon: number, lat: number): number {
   const kx = METRES_PER_DEGREE * Math.cos(radians(lat));
   const ky = METRES_PER_DEGREE;
   let best = Infinity;
-  for (const polygon of polygonsOf(geometry)) {
-    for (const ring of polygon) {
-      for (let i = 1; i < ring.length; i++) {
-        // Segment in metres, with the point as origin.
-        const ax = (ring[i - 1][0] - lon) * kx;
-        const ay = (ring[i - 1][1] - lat) * ky;
-        const bx = (ring[i][0] - lon) * kx;
-        const by = (ring[i][1] - lat) * ky;
-        const dx = bx - ax;
-        const dy = by - ay;
-        const length2 = dx * dx + dy * dy;
-        const t = length2 === 0 ? 0 : Math.max(0, Math.min(1, -(ax * dx + ay * dy) / length2));
-        const d = Math.hypot(ax + t * dx, ay + t * dy);
-        if (d < best) best = d;
-      }
+  for (const path of paths) {
+    // A path of one position is a point: its own "segment" of length 0.
+    for (let i = path.length > 1 ? 1 : 0; i < path.length; i++) {
+      // Segment in metres, with the point as origin.
+      const ax = (path[Math.max(0, i - 1)][0] - lon) * kx;
+      const ay = (path[Math.max(0, i - 1)][1] - lat) * ky;
+      const bx = (path[i][0] - lon) * kx;
+      const by = (path[i][1] - lat) * ky;
+      const dx = bx - ax;
+      const dy = by - ay;
+      const length2 = dx * dx + dy * dy;
+      const t = length2 === 0 ? 0 : Math.max(0, Math.min(1, -(ax * dx + ay * dy) / length2));
+      const d = Math.hypot(ax + t * dx, ay + t * dy);
+      if (d < best) best = d;
     }
   }
   return best;
 }
 
+/** Shortest distance in metres from the point to the outline of the geometry (holes included). */
+export function distanceToOutlineM(geometry: ZoneGeometry, lon: number, lat: number): number {
+  return distanceToPathsM(polygonsOf(geometry).flat(), lon, lat);
+}
+
 /** Distance in metres from the point to the zone: 0 inside it or on its outline. */
 export function distanceToZoneM(geometry: ZoneGeometry, lon: number, lat: number): number {
   return containsPoint(geometry, lon, lat) ? 0 : distanceToOutlineM(geometry, lon, lat);
+}
+
+/** Any GeoJSON geometry the planning layers carry: surfaces, lines (a linear prescription, a pipeline) or points. */
+export type Geometry =
+  | ZoneGeometry
+  | { type: 'LineString'; coordinates: Position[] }
+  | { type: 'MultiLineString'; coordinates: Position[][] }
+  | { type: 'Point'; coordinates: Position }
+  | { type: 'MultiPoint'; coordinates: Position[] };
+
+/**
+ * Distance in metres from the point to any geometry: 0 inside a surface or on its outline, else to the nearest edge,
+ * line segment or point.
+ */
+export function distanceToGeometryM(geometry: Geometry, lon: number, lat: number): number {
+  switch (geometry.type) {
+    case 'Polygon':
+    case 'MultiPolygon':
+      return distanceToZoneM(geometry, lon, lat);
+    case 'LineString':
+      return distanceToPathsM([geometry.coordinates], lon, lat);
+    case 'MultiLineString':
+      return distanceToPathsM(geometry.coordinates, lon, lat);
+    case 'Point':
+      return distanceToPathsM([[geometry.coordinates]], lon, lat);
+    case 'MultiPoint':
+      return distanceToPathsM(
+        geometry.coordinates.map((p) => [p]),
+        lon,
+        lat,
+      );
+  }
 }
 
 function ringAreaM2(ring: Position[], kx: number): number {

@@ -9,6 +9,7 @@ import {
   degreeCellSql,
   degreeCellsAround,
   distanceM,
+  distanceToGeometryM,
   distanceToOutlineM,
   distanceToZoneM,
   fromWgs84,
@@ -152,6 +153,43 @@ describe('distances in metres', () => {
     };
     const between = offset(46, 2.009, 100, 270);
     expect(distanceToZoneM(multi, between.lon, between.lat)).toBeCloseTo(100, 1);
+  });
+
+  it('measures to lines and points as to surfaces (a linear prescription, a protected tree)', () => {
+    for (const { lat, lon } of Object.values(TOWNS)) {
+      const east = offset(lat, lon, 500, 90);
+      const line = {
+        type: 'LineString' as const,
+        coordinates: [
+          [lon, lat],
+          [east.lon, east.lat],
+        ],
+      };
+      // 40 m north of the line's middle, then 30 m beyond its east end: to the segment, then to its end.
+      const above = offset(lat, (lon + east.lon) / 2, 40, 0);
+      expect(distanceToGeometryM(line, above.lon, above.lat)).toBeCloseTo(40, 1);
+      const beyond = offset(east.lat, east.lon, 30, 90);
+      expect(distanceToGeometryM(line, beyond.lon, beyond.lat)).toBeCloseTo(30, 1);
+      const multiLine = {
+        type: 'MultiLineString' as const,
+        coordinates: [line.coordinates, [[beyond.lon, beyond.lat]]],
+      };
+      expect(distanceToGeometryM(multiLine, beyond.lon, beyond.lat)).toBe(0);
+      const tree = offset(lat, lon, 12, 180);
+      expect(distanceToGeometryM({ type: 'Point', coordinates: [tree.lon, tree.lat] }, lon, lat)).toBeCloseTo(12, 1);
+      const trees = {
+        type: 'MultiPoint' as const,
+        coordinates: [
+          [east.lon, east.lat],
+          [tree.lon, tree.lat],
+        ],
+      };
+      expect(distanceToGeometryM(trees, lon, lat)).toBeCloseTo(12, 1);
+      // A surface: 0 inside, to its outline outside.
+      const zone: ZoneGeometry = { type: 'Polygon', coordinates: [square(lon, lat, 0.001)] };
+      expect(distanceToGeometryM(zone, lon, lat)).toBe(0);
+      expect(distanceToGeometryM(zone, above.lon, above.lat)).toBe(distanceToZoneM(zone, above.lon, above.lat));
+    }
   });
 });
 
