@@ -14,6 +14,7 @@ import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
 import { permisOperations } from './urbanisme/permis.ts';
 import { pluOperations } from './plu/operations.ts';
 import { taxeAmenagement } from './urbanisme/taxe-amenagement.ts';
+import { urbanismeOperations } from './urbanisme/operations.ts';
 import { veillesOperations } from './veilles/operations.ts';
 import { webhookOperations } from './webhooks/operations.ts';
 import { estOutil } from './outils.ts';
@@ -31,6 +32,7 @@ const OUTILS_POSSIBLES = [
   ...fluxAdressesOperations,
   ...marcheOperations,
   ...permisOperations,
+  ...urbanismeOperations,
   ...societesCivilesOperations,
   ...pluOperations,
   taxeAmenagement,
@@ -50,8 +52,6 @@ export const OPERATIONS: Operation[] = [
  * specification that is neither served nor here, and on one here that is served. Each landing domain empties it.
  */
 export const OPERATIONS_A_VENIR: ReadonlyArray<{ outil: string; methode: 'GET' | 'POST'; chemin: string }> = [
-  { outil: 'urbanisme_adresse', methode: 'GET', chemin: '/adresses/{cle_ban}/urbanisme' },
-  { outil: 'documents_urbanisme', methode: 'GET', chemin: '/communes/{insee}/urbanisme' },
   { outil: 'coupes_facades', methode: 'POST', chemin: '/urbanisme/coupes' },
   { outil: 'preparer_dossier', methode: 'POST', chemin: '/urbanisme/dossiers' },
   { outil: 'agences_commune', methode: 'GET', chemin: '/communes/{insee}/agences' },

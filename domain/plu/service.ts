@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import type { Model } from '../../lib/model.ts';
 import type { OutboundHttp } from '../../lib/outbound-http.ts';
+import { LECTURE_VERSION } from '../urbanisme/lectures.ts';
 import { findZoning, type ZoningResult } from '../urbanisme/zonage.ts';
 import { servedSource } from '../qualite.ts';
 import {
@@ -14,8 +15,6 @@ import {
 } from './lecture.ts';
 import { extractPages, isScanned } from './pdf-text.ts';
 
-/** Version of a reading: bumped when the prompt or the verification changes, so older cached readings are not used. */
-export const LECTURE_VERSION = 1;
 /** Rules PDFs are fetched again after this long (a commune may publish a modified rules document). */
 const PDF_REFRESH_HOURS = 24;
 const PDF_MAX_BYTES = 60 * 2 ** 20;

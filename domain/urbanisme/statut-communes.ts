@@ -1,13 +1,14 @@
 import type { Queryable } from '../../db/client.ts';
 import { communeByCode } from '../communes.ts';
 import type { Dataset } from '../platform/sandbox.ts';
+import { documentEnVigueur } from './zonage.ts';
 
 /**
  * The planning status of a commune, from what was imported: the planning packages of the Géoportail de l'Urbanisme
  * (documents_urbanisme and the communes each covers) and the table of communes and their document in force
  * (communes_urbanisme, statut-communes-import.ts). The urbanism operations serve it:
  *
- * - `documents_publies`: a published document covers the commune (an imported package: its IDURBA, DOC_URBA_COM, the
+ * - `documents_publies`: a published document in force (zonage.ts, documentEnVigueur) covers the commune (an imported package: its IDURBA, DOC_URBA_COM, the
  *   INSEE of its layers, or a PLUi of the commune's EPCI whose package names no communes); at a point, `zonage_publie`
  *   when one of its zones (or sectors) covers the point, `hors_zonage` when none does;
  * - `rnu`: no published document, and the table says the national rules apply (RNU, or a lapsed POS);
@@ -28,13 +29,15 @@ export interface DocumentCommune {
   etat: string | null;
   approuve_le: string | null;
   siren: string | null;
+  /** Not annulled, replaced, repealed or past its end (documentEnVigueur): only these make the status. */
+  en_vigueur: boolean;
 }
 
 export interface SituationUrbanisme {
   insee: string;
   code: StatutCommune;
   motif: string;
-  /** The published documents covering the commune, most recently approved first. */
+  /** The published documents covering the commune (those in force and those they replaced), most recent first. */
   documents: DocumentCommune[];
   /** The commune's row of the table of documents in force, when imported. */
   en_vigueur: {
@@ -61,7 +64,8 @@ export async function situationUrbanisme(db: Queryable, dataset: Dataset, insee:
   const parente = communeByCode(insee)?.communeParente;
   const codes = parente ? [insee, parente] : [insee];
   const { rows: documents } = await db.query<DocumentCommune>(
-    `SELECT d.idurba, d.typedoc AS type_document, d.etat, to_char(d.datappro, 'YYYY-MM-DD') AS approuve_le, d.siren
+    `SELECT d.idurba, d.typedoc AS type_document, d.etat, to_char(d.datappro, 'YYYY-MM-DD') AS approuve_le, d.siren,
+            ${documentEnVigueur('d')} AS en_vigueur
        FROM documents_urbanisme d
       WHERE d.dataset = $1
         AND (d.insee = ANY ($2::text[])
@@ -82,8 +86,9 @@ export async function situationUrbanisme(db: Queryable, dataset: Dataset, insee:
   );
   const enVigueur = rows[0] ?? null;
   const base = { insee, documents, en_vigueur: enVigueur };
-  if (documents.length > 0) {
-    const liste = documents.map((d) => `${d.idurba}${d.type_document ? ` (${d.type_document})` : ''}`).join(', ');
+  const enForce = documents.filter((d) => d.en_vigueur);
+  if (enForce.length > 0) {
+    const liste = enForce.map((d) => `${d.idurba}${d.type_document ? ` (${d.type_document})` : ''}`).join(', ');
     return { ...base, code: 'documents_publies', motif: `document publié sur le Géoportail de l’Urbanisme : ${liste}` };
   }
   if (!enVigueur) {

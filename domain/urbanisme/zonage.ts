@@ -1,6 +1,7 @@
 import type { Queryable } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
-import { boxAround, distanceToZoneM, type ZoneGeometry } from '../../lib/geometrie.ts';
+import type { ZoneGeometry } from '../../lib/geometrie.ts';
+import { pres } from './proximite.ts';
 
 /** Zones nearer than this to the point are named in `autres_zones`. */
 export const AUTRES_ZONES_RAYON_M = 100;
@@ -71,6 +72,31 @@ export function pageOfReference(reference: string | null | undefined): number | 
   return page && Number(page) > 0 ? Number(page) : null;
 }
 
+/**
+ * CNIG `ETAT` codes of a document that does not apply: not yet (01 en cours de procédure, 02 arrêté) or no longer
+ * (04 annulé, 05 remplacé, 06 abrogé).
+ */
+const ETATS_HORS_VIGUEUR = `('01', '02', '04', '05', '06')`;
+
+/**
+ * SQL: the document `d` (a row of documents_urbanisme) is in force. Not when its state says it is still in procedure, or
+ * was annulled, replaced or repealed; not when its end of validity has passed (a DATEFIN no later than the approval, which real packages
+ * write, is no end); not when a later document in force (other than a PSMV, which overlays the PLU rather than
+ * replacing it) covers one of its communes: the newer edition of a PLU, or the PLUi that took over a communal PLU,
+ * each published under its own IDURBA, leave the older one imported beside them.
+ */
+export function documentEnVigueur(d: string): string {
+  return `(${d}.etat IS NULL OR ${d}.etat NOT IN ${ETATS_HORS_VIGUEUR})
+    AND NOT coalesce(${d}.datefin > ${d}.datappro AND ${d}.datefin <= current_date, false)
+    AND NOT EXISTS (
+      SELECT 1 FROM documents_urbanisme_communes c
+        JOIN documents_urbanisme_communes nc ON nc.dataset = c.dataset AND nc.insee = c.insee AND nc.idurba <> c.idurba
+        JOIN documents_urbanisme n ON n.dataset = nc.dataset AND n.idurba = nc.idurba
+       WHERE c.dataset = ${d}.dataset AND c.idurba = ${d}.idurba AND n.datappro > ${d}.datappro
+         AND coalesce(n.typedoc, '') <> 'PSMV' AND coalesce(${d}.typedoc, '') <> 'PSMV'
+         AND (n.etat IS NULL OR n.etat NOT IN ${ETATS_HORS_VIGUEUR}))`;
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 // Queries.
 // ---------------------------------------------------------------------------------------------------------------------
@@ -111,46 +137,34 @@ interface ZoneRow {
 }
 
 /**
- * Zones within `rayonM` of a point, nearest first (covering zones, smallest first, then by distance). The bounding
- * boxes prefilter in SQL (GiST index on the box), the exact distance is computed here.
+ * Zones of the documents in force within `rayonM` of a point, nearest first (covering zones, smallest first, then by
+ * distance).
  */
 export async function zonesNear(
   db: Queryable,
   { lat, lon, dataset, rayonM = AUTRES_ZONES_RAYON_M }: { lat: number; lon: number; dataset: Dataset; rayonM?: number },
 ): Promise<ZoneProche[]> {
-  if (!Number.isFinite(lat) || !Number.isFinite(lon)) throw new TypeError('lat et lon doivent être des nombres');
-  // A margin of 10 % on the box: the equirectangular metres are approximate, the exact filter below decides.
-  const box = boxAround(lat, lon, rayonM * 1.1);
-  const { rows } = await db.query<ZoneRow>(
-    `SELECT z.id, z.idurba, z.libelle, z.libelong, z.typezone, z.reglement_url, z.reglement_page, z.insee, z.siren,
-            z.aire_m2, z.geometrie, to_char(coalesce(z.datappro, d.datappro), 'YYYY-MM-DD') AS approuve_le,
-            d.typedoc
-       FROM zones_urbanisme z
-       JOIN documents_urbanisme d ON d.dataset = z.dataset AND d.idurba = z.idurba
-      WHERE z.dataset = $1
-        AND box(point(z.bbox_xmin, z.bbox_ymin), point(z.bbox_xmax, z.bbox_ymax)) && box(point($2, $3), point($4, $5))`,
-    [dataset, box.xmin, box.ymin, box.xmax, box.ymax],
-  );
-  const near: ZoneProche[] = [];
-  for (const row of rows) {
-    const distance = distanceToZoneM(row.geometrie, lon, lat);
-    if (distance > rayonM) continue;
-    near.push({
-      id: Number(row.id),
-      code: row.libelle,
-      libelle: row.libelong,
-      famille: row.typezone,
-      idurba: row.idurba,
-      type_document: typeDocument(row.typedoc, row.idurba),
-      approuve_le: row.approuve_le ?? dateOfIdurba(row.idurba),
-      reglement_url: row.reglement_url,
-      reglement_page: row.reglement_page,
-      insee: row.insee,
-      siren: row.siren,
-      aire_m2: row.aire_m2,
-      distance_m: distance,
-    });
-  }
+  const rows = await pres<ZoneRow>(db, dataset, { lat, lon }, rayonM, {
+    colonnes: `t.id, t.idurba, t.libelle, t.libelong, t.typezone, t.reglement_url, t.reglement_page, t.insee, t.siren,
+               t.aire_m2, t.geometrie, to_char(coalesce(t.datappro, d.datappro), 'YYYY-MM-DD') AS approuve_le, d.typedoc`,
+    depuis: 'zones_urbanisme t JOIN documents_urbanisme d ON d.dataset = t.dataset AND d.idurba = t.idurba',
+    conditions: documentEnVigueur('d'),
+  });
+  const near: ZoneProche[] = rows.map((row) => ({
+    id: Number(row.id),
+    code: row.libelle,
+    libelle: row.libelong,
+    famille: row.typezone,
+    idurba: row.idurba,
+    type_document: typeDocument(row.typedoc, row.idurba),
+    approuve_le: row.approuve_le ?? dateOfIdurba(row.idurba),
+    reglement_url: row.reglement_url,
+    reglement_page: row.reglement_page,
+    insee: row.insee,
+    siren: row.siren,
+    aire_m2: row.aire_m2,
+    distance_m: row.distance_m,
+  }));
   // Overlapping zones happen (a sector drawn over its zone): the smallest one is the most specific.
   return near.sort((a, b) => a.distance_m - b.distance_m || a.aire_m2 - b.aire_m2 || a.id - b.id);
 }

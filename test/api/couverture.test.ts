@@ -85,6 +85,10 @@ const CAS: Record<string, { plein: Entree; vides: Entree[] }> = {
     plein: { insee: '33234' },
     vides: [{ insee: '13201' }, { cp: '13001' }, { depuis: '2099-01-01' }],
   },
+  // The demonstration's planning packages and easements cover its communes; Marseille 1er is outside them.
+  urbanisme_adresse: { plein: { cle_ban: '33234_z008_00018_ter' }, vides: [{ cle_ban: '13201_z001_00001' }] },
+  urbanisme_adresse_point: { plein: { lat: 44.782339, lon: -0.498405 }, vides: [{ lat: 43.2965, lon: 5.3698 }] },
+  documents_urbanisme: { plein: { insee: '33234' }, vides: [{ insee: '13201' }] },
   // Computed from the law's values wherever the commune is: only an unknown commune yields nothing.
   taxe_amenagement: {
     plein: { insee: '33234', surface_taxable_creee_m2: 120, residence_principale: true },

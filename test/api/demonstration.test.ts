@@ -13,7 +13,9 @@ import { societesCiviles } from '../../domain/entreprises/societes-civiles.ts';
 import { ImportError } from '../../domain/import/source.ts';
 import { forgetServedSource, SOURCE_DEMONSTRATION } from '../../domain/qualite.ts';
 import { clearDemonstration, liveData, loadSandbox, TABLES_DEMONSTRATION } from '../../domain/sandbox/load.ts';
+import { documentsUrbanisme, urbanismeAdresse } from '../../domain/urbanisme/operations.ts';
 import { permisAdresse, permisParcelle } from '../../domain/urbanisme/permis.ts';
+import { containsPoint, distanceToGeometryM, type Geometry, type ZoneGeometry } from '../../lib/geometrie.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { createCursors } from '../../lib/cursor.ts';
 import { createOutboundHttp } from '../../lib/outbound-http.ts';
@@ -55,6 +57,30 @@ interface Appel {
 }
 /** One call per operation and path, over keys that have data in the generated territory. */
 let appels: Record<string, Appel>;
+/** A number of the territory with a prescription surface over it and an easement near it, not over it. */
+let sousPrescription: string;
+
+async function adresseSousPrescription(db: Queryable): Promise<string> {
+  const { rows: surfaces } = await db.query<{ geometrie: ZoneGeometry }>(
+    `SELECT geometrie FROM surcharges_urbanisme WHERE dataset = 'live' AND nature = 'prescription' AND forme = 'surface'`,
+  );
+  const { rows: assiettes } = await db.query<{ geometrie: Geometry }>(
+    `SELECT geometrie FROM sup_assiettes WHERE dataset = 'live'`,
+  );
+  const { rows: numeros } = await db.query<{ cle_ban: string; lat: number; lon: number }>(
+    `SELECT cle_ban, lat, lon FROM adresses WHERE dataset = 'live' AND type = 'numero' ORDER BY cle_ban`,
+  );
+  const trouve = numeros.find(
+    (a) =>
+      surfaces.some((s) => containsPoint(s.geometrie, a.lon, a.lat)) &&
+      assiettes.some((s) => {
+        const d = distanceToGeometryM(s.geometrie, a.lon, a.lat);
+        return d > 5 && d < 150;
+      }),
+  );
+  if (!trouve) throw new Error('aucun numéro du territoire généré sous une prescription et près d’une servitude');
+  return trouve.cle_ban;
+}
 
 /** The URL of a call: path parameters in the path, the others in the query string. */
 function url({ operation, params }: Appel): string {
@@ -82,6 +108,7 @@ beforeAll(async () => {
   );
   const deLaMutation = (colonne: string) =>
     un(`SELECT ${colonne} AS v FROM dvf_mutations WHERE dataset = 'live' AND id_mutation = $1`, [mutation]);
+  sousPrescription = await adresseSousPrescription(t.db);
   appels = {
     ventes: { operation: ventes, params: { insee: '33234', limite: '50' } },
     ventes_mutation: { operation: ventesMutation, params: { id_mutation: mutation } },
@@ -110,6 +137,8 @@ beforeAll(async () => {
         ),
       },
     },
+    urbanisme_adresse: { operation: urbanismeAdresse, params: { cle_ban: sousPrescription } },
+    documents_urbanisme: { operation: documentsUrbanisme, params: { insee: '33234' } },
     permis_adresse: {
       operation: permisAdresse,
       params: {
@@ -175,6 +204,30 @@ describe('the demonstration territory in the live data', () => {
       expect(sources.length, nom).toBeGreaterThan(0);
       expect(sources, nom).not.toContain(SOURCE_DEMONSTRATION);
     }
+  });
+});
+
+describe('urbanism on the demonstration territory', () => {
+  it('answers an address with its zone, a prescription over it and an easement near it, and its commune', async () => {
+    const res = await t.call('GET', `/adresses/${sousPrescription}/urbanisme`, live);
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json();
+    expect(body.statut.code).toBe('zonage_publie');
+    expect(body.zones[0]).toMatchObject({
+      type_document: expect.stringMatching(/^PLUi?$/),
+      lecture: expect.any(Object),
+    });
+    expect(body.prescriptions).toContainEqual(expect.objectContaining({ forme: 'surface', distance_m: null }));
+    expect(body.servitudes.some((s: { distance_m: number }) => s.distance_m > 5 && s.distance_m < 150)).toBe(true);
+    expect(body.source).toBe(SOURCE_DEMONSTRATION);
+    const commune = (await t.call('GET', `/communes/${body.adresse.insee}/urbanisme`, live)).json();
+    expect(commune.statut.code).toBe('documents_publies');
+    expect(commune.documents[0]).toMatchObject({ en_vigueur: true, lecture: { zones_lues: 0 } });
+    expect(commune.zones.length).toBeGreaterThan(0);
+    expect(
+      commune.zones.every((z: { lecture: { etat: string } }) => ['non_lue', 'sans_reglement'].includes(z.lecture.etat)),
+    ).toBe(true);
+    expect(commune.servitudes.map((s: { categorie: string }) => s.categorie).sort()).toEqual(['AC1', 'I4', 'PM1']);
   });
 });
 

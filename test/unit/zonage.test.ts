@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../db/client.ts';
 import { importZonage, reprojectionOfPrj, ZonageImportError } from '../../domain/urbanisme/zonage-import.ts';
 import { findZoning, isoDate } from '../../domain/urbanisme/zonage.ts';
-import { containsPoint, type Position, type ZoneGeometry } from '../../lib/geometrie.ts';
+import { containsPoint, type ZoneGeometry } from '../../lib/geometrie.ts';
 import { createTestDb } from '../support/db.ts';
-import { square } from '../support/geometrie.ts';
+import { interiorPoint, square } from '../support/geometrie.ts';
 
 const ARPAILLARGUES = path.resolve('../shared/data/gpu/30014_PLU_20171013');
 const TROIS_PROVINCES = path.resolve('../shared/data/gpu/241800432_PLUi_20200128');
@@ -38,32 +38,6 @@ async function writeCollection(name: string, features: unknown[], extra: object 
   const file = path.join(dir, name);
   await writeFile(file, JSON.stringify({ type: 'FeatureCollection', ...extra, features }));
   return file;
-}
-
-/**
- * A point surely inside the zone: on a horizontal line through the middle of its largest polygon, the middle of the
- * widest stretch that lies inside (between the first two crossings of the rings, and so on).
- */
-function interiorPoint(geometry: ZoneGeometry): { lon: number; lat: number } {
-  const polygons = geometry.type === 'Polygon' ? [geometry.coordinates] : geometry.coordinates;
-  const span = (ring: Position[]) => Math.max(...ring.map((p) => p[1])) - Math.min(...ring.map((p) => p[1]));
-  const polygon = polygons.reduce((a, b) => (span(b[0]) > span(a[0]) ? b : a));
-  const ys = polygon[0].map((p) => p[1]);
-  const lat = (Math.min(...ys) + Math.max(...ys)) / 2 + 1.234e-7;
-  const crossings: number[] = [];
-  for (const ring of polygon) {
-    for (let i = 1; i < ring.length; i++) {
-      const [[x1, y1], [x2, y2]] = [ring[i - 1], ring[i]];
-      if (y1 > lat !== y2 > lat) crossings.push(x1 + ((lat - y1) * (x2 - x1)) / (y2 - y1));
-    }
-  }
-  crossings.sort((a, b) => a - b);
-  let best = { lon: NaN, width: -1 };
-  for (let i = 0; i + 1 < crossings.length; i += 2) {
-    const width = crossings[i + 1] - crossings[i];
-    if (width > best.width) best = { lon: (crossings[i] + crossings[i + 1]) / 2, width };
-  }
-  return { lon: best.lon, lat };
 }
 
 async function zoneRows(idurba: string) {
