@@ -69,7 +69,13 @@ export interface ServitudeAuPoint {
   categorie: string | null;
   libelle: string;
   gestionnaire: string | null;
-  acte: { nom: string | null; reference: string | null; date: string | null; fichier: string | null } | null;
+  acte: {
+    nom: string | null;
+    reference: string | null;
+    date: string | null;
+    fichier: string | null;
+    lien: string | null;
+  } | null;
   lien: string | null;
   /** 0: its assiette covers the point. */
   distance_m: number;
@@ -274,7 +280,7 @@ export async function urbanismeAuPoint(
       gestionnaire: a.gestionnaire,
       acte:
         a.nomacte || a.reference || a.datedecis || a.fichier
-          ? { nom: a.nomacte, reference: a.reference, date: a.datedecis, fichier: a.fichier }
+          ? { nom: a.nomacte, reference: a.reference, date: a.datedecis, fichier: a.fichier, lien: lienWeb(a.fichier) }
           : null,
       lien: lienWeb(a.fichier),
       distance_m: arrondi(a.distance_m),

@@ -32,6 +32,15 @@ const LectureSchema = z
     'État de la lecture du règlement écrit de la zone par lire_plu : lue (en cache : lire_plu la sert sans appel au modèle), non_lue, scanne (PDF sans texte), sans_reglement (aucun règlement écrit publié).',
   );
 
+/** An act instituting an easement (CNIG SUP ACTE_SUP). */
+const ActeSchema = z.object({
+  nom: z.string().nullable(),
+  reference: z.string().nullable(),
+  date: z.string().nullable().describe('Date de la décision (AAAA-MM-JJ).'),
+  fichier: z.string().nullable().describe('Fichier de l’acte, tel que le paquet le nomme.'),
+  lien: z.string().nullable().describe('Le fichier, quand c’est une adresse web.'),
+});
+
 const SOURCE_URBANISME =
   'Géoportail de l’Urbanisme (standard CNIG : documents, zones, secteurs, prescriptions, informations), servitudes d’utilité publique (standard CNIG SUP), table des documents d’urbanisme en vigueur par commune';
 
@@ -99,15 +108,7 @@ const UrbanismeAdresseOutput = z.object({
       categorie: z.string().nullable().describe('Catégorie de servitude : AC1, PM1, I4, T7…'),
       libelle: z.string(),
       gestionnaire: z.string().nullable().describe('Service gestionnaire (un organisme, jamais une personne).'),
-      acte: z
-        .object({
-          nom: z.string().nullable(),
-          reference: z.string().nullable(),
-          date: z.string().nullable(),
-          fichier: z.string().nullable(),
-        })
-        .nullable()
-        .describe('L’acte qui institue la servitude (le plus récent quand plusieurs).'),
+      acte: ActeSchema.nullable().describe('L’acte qui institue la servitude (le plus récent quand plusieurs).'),
       lien: z.string().nullable().describe('Lien de l’acte, quand son fichier est publié à une adresse web.'),
       distance_m: z.number().describe('0 : l’assiette de la servitude couvre le point ; sinon la distance en mètres.'),
     }),
@@ -330,15 +331,7 @@ const DocumentsUrbanismeOutput = z.object({
       categorie: z.string().nullable(),
       libelle: z.string(),
       gestionnaire: z.string().nullable(),
-      actes: z.array(
-        z.object({
-          nom: z.string().nullable(),
-          reference: z.string().nullable(),
-          date: z.string().nullable(),
-          fichier: z.string().nullable(),
-          lien: z.string().nullable(),
-        }),
-      ),
+      actes: z.array(ActeSchema),
     }),
   ),
   limites: z.array(z.string()),
