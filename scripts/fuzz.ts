@@ -5,6 +5,7 @@
  *
  *   npm run fuzz                                  the deep campaign: a service it starts, 1 000 examples per operation
  *   ST_EXAMPLES=100 ST_SEED=7 npm run fuzz        fewer examples, another seed
+ *   ST_OPERATIONS=annonce,flux_annonces npm run fuzz   only these operations (operationIds): a new domain's deep campaign
  *   node scripts/fuzz.ts --url <base> --cle <key> a service already running (CI's smoke run)
  *
  * The seed is fixed (ST_SEED, 2 by default) so that a red run replays as it failed. Generating the cases is
@@ -36,6 +37,7 @@ const CHECKS = [
 const { values } = parseArgs({ options: { url: { type: 'string' }, cle: { type: 'string' } } });
 const examples = Number(process.env.ST_EXAMPLES ?? 1000);
 const seed = process.env.ST_SEED ?? '2';
+const operations = (process.env.ST_OPERATIONS ?? '').split(',').filter(Boolean);
 if (!Number.isInteger(examples) || examples < 1) throw new Error(`ST_EXAMPLES must be a positive integer: ${examples}`);
 
 /** `st` from ST_BIN, the cache's venv, PATH, or installed into the cache's venv once. */
@@ -132,6 +134,7 @@ const run = spawn(
     String(examples),
     '--seed',
     seed,
+    ...operations.flatMap((id) => ['--include-operation-id', id]),
     '--no-color',
   ],
   { stdio: ['ignore', 'pipe', 'inherit'] },
