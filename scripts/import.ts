@@ -24,7 +24,6 @@ import { permisSource } from '../domain/urbanisme/import-permis.ts';
 import { gpuSource } from '../domain/urbanisme/paquet-gpu.ts';
 import { statutCommunesSource } from '../domain/urbanisme/statut-communes-import.ts';
 import { supSource } from '../domain/urbanisme/sup-import.ts';
-import { ZonageImportError } from '../domain/urbanisme/zonage-import.ts';
 import { zonageAbcSource } from '../domain/zonage-abc/import.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
 import { recalibrerApresImport } from '../lib/temporal.ts';
@@ -159,10 +158,4 @@ async function main(): Promise<number> {
   });
 }
 
-await exitWith(
-  await codeDeSortie(
-    main,
-    'import interrompu',
-    (error) => error instanceof ImportError || error instanceof ZonageImportError,
-  ),
-);
+await exitWith(await codeDeSortie(main, 'import interrompu', (error) => error instanceof ImportError));

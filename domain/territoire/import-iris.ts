@@ -13,7 +13,7 @@ import {
   type ImportReport,
 } from '../import/source.ts';
 import { areaM2, bboxOf, toWgs84, type Position, type ZoneGeometry } from '../../lib/geometrie.ts';
-import { streamFeatureCollection, ZonageImportError } from '../urbanisme/zonage-import.ts';
+import { streamFeatureCollection } from '../urbanisme/formats.ts';
 
 /**
  * Importer of IRIS outlines (Insee's sub-communal units): a GeoJSON FeatureCollection, WGS84 (RFC 7946, or a `crs`
@@ -172,24 +172,19 @@ export async function importIris(db: Db, file: string, options: DatasetImportOpt
     onProgress: options.onProgress,
   });
 
-  try {
-    for await (const item of streamFeatureCollection(file)) {
-      if ('crs' in item) {
-        reprojection = reprojectionDe(item.crs);
-        continue;
-      }
-      report.lus++;
-      const lu = 'motif' in item ? item.motif : irisDe(item.feature, reprojection, dataset, item.ligne);
-      if (typeof lu === 'string') {
-        rejeter(item.ligne, lu);
-        continue;
-      }
-      communes.add(lu.row.insee as string);
-      await lots.garder(lu);
+  for await (const item of streamFeatureCollection(file)) {
+    if ('crs' in item) {
+      reprojection = reprojectionDe(item.crs);
+      continue;
     }
-  } catch (error) {
-    if (error instanceof ZonageImportError) throw new ImportError(error.message);
-    throw error;
+    report.lus++;
+    const lu = 'motif' in item ? item.motif : irisDe(item.feature, reprojection, dataset, item.ligne);
+    if (typeof lu === 'string') {
+      rejeter(item.ligne, lu);
+      continue;
+    }
+    communes.add(lu.row.insee as string);
+    await lots.garder(lu);
   }
   const ecriture = await lots.terminer();
   report.details.push(ligneEcriture('IRIS', report.gardes, ecriture), `communes : ${communes.size}`);

@@ -5,19 +5,19 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { PoolClient } from 'pg';
-import proj4 from 'proj4';
 import * as shapefile from 'shapefile';
-import { areaM2, LAMBERT_93, type BoundingBox, type Position } from '../../lib/geometrie.ts';
+import { areaM2, type BoundingBox, type Position } from '../../lib/geometrie.ts';
 import { ImportError, type Dataset } from '../import/source.ts';
 import {
   encodingOfCpg,
+  reprojectionLambert93,
   reprojectionOfCrs,
   reprojectionOfPrj,
   sniffDbfEncoding,
   streamFeatureCollection,
   type Attributes,
   type Reprojection,
-} from './zonage-import.ts';
+} from './formats.ts';
 
 /**
  * The vector layers of the planning, easement and cadastre packages, read alike whatever their year or producer: a
@@ -27,7 +27,7 @@ import {
  * helpers below read them as the standard means them (a type code of two digits, an identifier as text).
  *
  * A DBF without `.cpg` is read in the encoding its bytes show: UTF-8 when they decode as UTF-8, else Windows-1252.
- * Geometries are reprojected to WGS84 (Lambert-93, UTM, or whatever `.prj` zonage-import.ts knows), rounded to
+ * Geometries are reprojected to WGS84 (Lambert-93, UTM, or whatever `.prj` formats.ts knows), rounded to
  * ~1 cm, and checked: a feature whose geometry cannot be read is rejected with its reason, never the whole layer.
  */
 
@@ -216,11 +216,6 @@ function minuscules(record: Attributes | null | undefined): Attributes {
   return out;
 }
 
-function converterLambert93(): Reprojection {
-  const forward = proj4(LAMBERT_93, 'WGS84').forward;
-  return (x, y) => forward([x, y]) as [number, number];
-}
-
 /** The reprojection of a shapefile: its `.prj`, else Lambert-93 when the layer's extent fits it, else refused. */
 async function reprojectionDuShapefile(shp: string, fichiers: readonly string[]): Promise<Reprojection> {
   const prj = voisin(fichiers, shp, 'prj');
@@ -239,7 +234,7 @@ async function reprojectionDuShapefile(shp: string, fichiers: readonly string[])
       `Fichier .prj absent à côté de ${path.basename(shp)} et emprise hors Lambert-93 : projection inconnue.`,
     );
   }
-  return converterLambert93();
+  return reprojectionLambert93();
 }
 
 /**

@@ -1,13 +1,20 @@
-import { MAX_REJETS_LISTES, type Dataset } from '../import/source.ts';
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { open as openFile, readdir, readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { PoolClient } from 'pg';
-import proj4 from 'proj4';
-import * as shapefile from 'shapefile';
 import type { Db } from '../../db/client.ts';
-import { areaM2, bboxOf, type Position, type ZoneGeometry } from '../../lib/geometrie.ts';
+import { areaM2, bboxOf, type ZoneGeometry } from '../../lib/geometrie.ts';
+import { ImportError, MAX_REJETS_LISTES, type Dataset } from '../import/source.ts';
+import {
+  lireCouche,
+  lireTable,
+  listerFichiers,
+  nettoyerGeometrie,
+  texte,
+  type Attributes,
+  type Lecture,
+  type ObjetLu,
+} from './couches.ts';
 import { dateOfIdurba, inseeOfIdurba, isoDate, pageOfReference, sirenOfIdurba, typeDocument } from './zonage.ts';
 
 /**
@@ -18,13 +25,6 @@ import { dateOfIdurba, inseeOfIdurba, isoDate, pageOfReference, sirenOfIdurba, t
  * (IDURBA) the import brings are replaced by the imported ones (upsert on a natural key, zones no longer in the file
  * deleted), so importing the same file twice changes nothing and a reader never sees a half-imported document.
  */
-
-export class ZonageImportError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'ZonageImportError';
-  }
-}
 
 export interface ZonageImportOptions {
   /** 'live' (default) or 'sandbox' (the frozen dataset of pk_test_ keys). */
@@ -68,156 +68,11 @@ export interface ZonageImportReport {
 const MAX_OCTETS_PAR_LOT = 8_000_000;
 // Zones of a dataset are merged one import at a time.
 const VERROU_FUSION = 726_354_004;
-// ~1 cm: more digits would be noise of the reprojection, and identical files must give identical hashes.
-const DECIMALES = 1e7;
 
 // ---------------------------------------------------------------------------------------------------------------------
-// Coordinate systems.
+// Sources: a GPU folder (shapefile) or a GeoJSON file, read by couches.ts (attribute names lower-cased).
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** From the source's coordinates to WGS84 [longitude, latitude]; null when they are WGS84 already. */
-export type Reprojection = ((x: number, y: number) => [number, number]) | null;
-
-const LAMBERT_93 =
-  '+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs';
-
-function converter(definition: string): Reprojection {
-  const forward = proj4(definition, 'WGS84').forward;
-  return (x, y) => forward([x, y]) as [number, number];
-}
-
-function near(value: number | undefined, expected: number): boolean {
-  return value !== undefined && Math.abs(value - expected) < 1e-6 * Math.max(1, Math.abs(expected));
-}
-
-/**
- * The reprojection to WGS84 that a `.prj` (ESRI or OGC WKT) describes: Lambert-93 (EPSG:2154, metropolitan France),
- * UTM on GRS80/WGS84 (the overseas departments), or geographic RGF93/WGS84 (none needed). Anything else is refused:
- * a wrong guess would put every zone in the wrong place.
- */
-export function reprojectionOfPrj(wkt: string): Reprojection {
-  const text = wkt.trim();
-  const kind = /^\s*(\w+)\s*\[/.exec(text)?.[1]?.toUpperCase();
-  const name = /^\s*\w+\s*\[\s*"([^"]*)"/.exec(text)?.[1] ?? kind ?? '?';
-  const semiMajor = Number(/SPHEROID\s*\[\s*"[^"]*"\s*,\s*([\d.]+)/i.exec(text)?.[1]);
-  const ellipsoidOk = near(semiMajor, 6_378_137);
-  const refuse = (why: string) =>
-    new ZonageImportError(
-      `Projection non gérée (${name}) : ${why}. Sont gérés Lambert-93 (EPSG:2154), UTM (départements d'outre-mer) et les coordonnées géographiques RGF93/WGS84 ; reprojetez le fichier (par exemple ogr2ogr -t_srs EPSG:2154).`,
-    );
-  if (kind === 'GEOGCS' || kind === 'GEOGCRS') {
-    if (!ellipsoidOk) throw refuse('ellipsoïde autre que GRS80/WGS84');
-    return null;
-  }
-  if (kind !== 'PROJCS' && kind !== 'PROJCRS') throw refuse('WKT illisible');
-  if (!ellipsoidOk) throw refuse('ellipsoïde autre que GRS80/WGS84');
-  const parameters = new Map<string, number>();
-  for (const match of text.matchAll(/PARAMETER\s*\[\s*"([^"]+)"\s*,\s*(-?[\d.eE+-]+)/gi)) {
-    parameters.set(match[1].toLowerCase().replace(/[^a-z0-9]/g, ''), Number(match[2]));
-  }
-  const p = (...names: string[]) => names.map((n) => parameters.get(n)).find((v) => v !== undefined);
-  const projection = /PROJECTION\s*\[\s*"([^"]+)"/i.exec(text)?.[1]?.toLowerCase() ?? '';
-  if (projection.startsWith('lambert_conformal_conic')) {
-    const parallels = [p('standardparallel1'), p('standardparallel2')].sort();
-    const lambert93 =
-      near(parallels[0], 44) &&
-      near(parallels[1], 49) &&
-      near(p('latitudeoforigin', 'latitudeoffalseorigin'), 46.5) &&
-      near(p('centralmeridian', 'longitudeoffalseorigin'), 3) &&
-      near(p('falseeasting', 'eastingatfalseorigin'), 700_000) &&
-      near(p('falsenorthing', 'northingatfalseorigin'), 6_600_000);
-    if (lambert93) return converter(LAMBERT_93);
-    throw refuse('conique conforme autre que Lambert-93 (coniques CC ou Lambert zones non gérées)');
-  }
-  if (projection === 'transverse_mercator') {
-    const lon0 = p('centralmeridian', 'longitudeofnaturalorigin');
-    const northing = p('falsenorthing');
-    const zone = lon0 === undefined ? NaN : (lon0 + 183) / 6;
-    const utm =
-      Number.isInteger(zone) &&
-      zone >= 1 &&
-      zone <= 60 &&
-      near(p('scalefactor', 'scalefactoratnaturalorigin'), 0.9996) &&
-      near(p('falseeasting'), 500_000) &&
-      (near(northing, 0) || near(northing, 10_000_000)) &&
-      near(p('latitudeoforigin', 'latitudeofnaturalorigin') ?? 0, 0);
-    if (utm) return converter(`+proj=utm +zone=${zone}${near(northing, 0) ? '' : ' +south'} +ellps=GRS80 +units=m`);
-    throw refuse('Mercator transverse autre que UTM');
-  }
-  throw refuse(`projection ${projection || 'inconnue'}`);
-}
-
-/** The reprojection a GeoJSON `crs` member (GeoJSON 2008) names; none means WGS84, as RFC 7946 says. */
-export function reprojectionOfCrs(crs: unknown): Reprojection {
-  const name = String((crs as { properties?: { name?: unknown } } | null)?.properties?.name ?? '');
-  if (!name || /CRS84|EPSG:{1,2}(4326|4171)$/i.test(name)) return null;
-  if (/EPSG:{1,2}2154$/i.test(name)) return converter(LAMBERT_93);
-  throw new ZonageImportError(
-    `Système de coordonnées GeoJSON non géré (${name}) : seuls WGS84 (RFC 7946) et Lambert-93 (EPSG:2154) le sont.`,
-  );
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// DBF text encoding.
-// ---------------------------------------------------------------------------------------------------------------------
-
-/** The TextDecoder label of a `.cpg` (ESRI code page file): 1252, ANSI 1252, UTF-8, 65001, 8859-1, 8859-15... */
-export function encodingOfCpg(cpg: string): string {
-  const text = cpg
-    .trim()
-    .toLowerCase()
-    .replace(/^ansi\s*/, '');
-  let label = text;
-  if (/^(utf-?8|65001)$/.test(text)) label = 'utf-8';
-  else if (/^(cp|windows-?)?1252$/.test(text)) label = 'windows-1252';
-  else if (/^(iso-?)?8859-?1$|^88591$|^latin-?1$/.test(text)) label = 'iso-8859-1';
-  else if (/^(iso-?)?8859-?15$|^885915$/.test(text)) label = 'iso-8859-15';
-  try {
-    return new TextDecoder(label).encoding;
-  } catch {
-    throw new ZonageImportError(`Encodage du fichier .cpg inconnu : « ${cpg.trim()} ».`);
-  }
-}
-
-/**
- * Without a `.cpg`: UTF-8 if the records of the DBF are valid UTF-8 (plain ASCII is both), else Windows-1252, the
- * historical code page of French shapefiles. The records only: the binary header (counts, lengths) is no text, and a
- * byte of it above 0x7F would pass a UTF-8 file for Windows-1252. All of them: a first accent may come late.
- */
-export async function sniffDbfEncoding(file: string): Promise<string> {
-  const handle = await openFile(file, 'r');
-  try {
-    const header = Buffer.alloc(12);
-    await handle.read(header, 0, 12, 0);
-    let position = header.readUInt16LE(8);
-    const decoder = new TextDecoder('utf-8', { fatal: true });
-    const buffer = Buffer.alloc(1 << 20);
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-      if (bytesRead === 0) break;
-      decoder.decode(buffer.subarray(0, bytesRead), { stream: true });
-      position += bytesRead;
-    }
-    decoder.decode();
-    return 'utf-8';
-  } catch {
-    return 'windows-1252';
-  } finally {
-    await handle.close();
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Sources: a GPU folder (shapefile) or a GeoJSON file, both giving features with lower-cased attribute names.
-// ---------------------------------------------------------------------------------------------------------------------
-
-export type Attributes = Record<string, unknown>;
-interface RawFeature {
-  ligne: number;
-  properties: Attributes;
-  geometry: unknown;
-  reprojection: Reprojection;
-}
 export type Documents = Map<string, Attributes>;
 
 interface Source {
@@ -225,56 +80,34 @@ interface Source {
   documents: Documents;
   /** IDURBA to assume for zones without one (the folder's name or a single DOC_URBA document). */
   defaultIdurba: string | null;
-  features(): AsyncGenerator<RawFeature | { ligne: number; motif: string }>;
-}
-
-function lowerKeys(record: Attributes | null | undefined): Attributes {
-  const out: Attributes = {};
-  for (const [key, value] of Object.entries(record ?? {})) out[key.toLowerCase()] = value;
-  return out;
-}
-
-async function listFiles(dir: string, depth = 3): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true });
-  const files: string[] = [];
-  for (const entry of entries) {
-    const full = path.join(dir, entry.name);
-    if (entry.isFile()) files.push(full);
-    else if (entry.isDirectory() && depth > 1) files.push(...(await listFiles(full, depth - 1)));
-  }
-  return files.sort();
-}
-
-/** The file beside `file` with the same base name and extension `ext`, whatever the case of either. */
-function sibling(files: string[], file: string, ext: string): string | null {
-  const base = file.slice(0, -path.extname(file).length).toLowerCase();
-  return files.find((f) => f.toLowerCase() === `${base}.${ext}`) ?? null;
+  features(): AsyncGenerator<Lecture>;
 }
 
 const IDURBA_NOM = /^(\d[\dAB]\d{3}|\d{9})_[A-Za-z]+_\d{8}(_[A-Za-z0-9]+)?$/;
 
 async function openSource(source: string): Promise<Source> {
   const info = await stat(source).catch(() => null);
-  if (!info) throw new ZonageImportError(`Source introuvable : ${source} (ni dossier GPU ni fichier GeoJSON).`);
+  if (!info) throw new ImportError(`Source introuvable : ${source} (ni dossier GPU ni fichier GeoJSON).`);
   if (info.isFile()) {
     if (/\.(geo)?json$/i.test(source)) return geojsonSource(source);
-    if (/\.shp$/i.test(source)) return shapefileSource(await listFiles(path.dirname(source), 1), source);
-    throw new ZonageImportError(`Format non reconnu : ${source} (attendu un dossier GPU, un .shp ou un .geojson).`);
+    if (/\.shp$/i.test(source)) return shapefileSource(await listerFichiers(path.dirname(source), 1), source);
+    throw new ImportError(`Format non reconnu : ${source} (attendu un dossier GPU, un .shp ou un .geojson).`);
   }
-  const files = await listFiles(source);
+  // Three levels down, as this importer has always searched (couches.ts looks four down for whole packages).
+  const files = await listerFichiers(source, 3);
   const shps = files.filter((f) => /\.shp$/i.test(f));
   const zoneShps = shps.filter((f) => /zone_urba/i.test(path.basename(f)));
   const candidates = zoneShps.length > 0 ? zoneShps : shps;
   if (candidates.length === 1) return shapefileSource(files, candidates[0], path.basename(source));
   if (candidates.length > 1) {
-    throw new ZonageImportError(
+    throw new ImportError(
       `Plusieurs couches ZONE_URBA dans ${source} : ${candidates.map((f) => path.basename(f)).join(', ')} ; importez-les une à une.`,
     );
   }
   const geojsons = files.filter((f) => /\.(geo)?json$/i.test(f));
   const zoneGeojsons = geojsons.filter((f) => /zone_urba/i.test(path.basename(f)));
   if (zoneGeojsons.length === 1 || geojsons.length === 1) return geojsonSource(zoneGeojsons[0] ?? geojsons[0]);
-  throw new ZonageImportError(`Aucune couche ZONE_URBA (.shp ou .geojson) dans ${source}.`);
+  throw new ImportError(`Aucune couche ZONE_URBA (.shp ou .geojson) dans ${source}.`);
 }
 
 async function readDocUrba(files: string[]): Promise<Documents> {
@@ -282,12 +115,8 @@ async function readDocUrba(files: string[]): Promise<Documents> {
   // DOC_URBA, not DOC_URBA_COM (the communes of the document), which sorts after it and may come alone.
   const dbf = files.find((f) => /doc(ument)?_urba(?!_com)[^/]*\.dbf$/i.test(path.basename(f)));
   if (!dbf) return documents;
-  const cpg = sibling(files, dbf, 'cpg');
-  const encoding = cpg ? encodingOfCpg(await readFile(cpg, 'latin1')) : await sniffDbfEncoding(dbf);
-  const table = await shapefile.openDbf(createReadStream(dbf), { encoding });
-  for (let r = await table.read(); !r.done; r = await table.read()) {
-    const row = lowerKeys(r.value);
-    const idurba = text(row.idurba);
+  for await (const { proprietes: row } of lireTable(dbf, files)) {
+    const idurba = texte(row.idurba);
     if (!idurba) continue;
     // A document may come on several rows (one per reference map, TYPEREF): the first value given wins.
     const known = documents.get(idurba) ?? {};
@@ -297,231 +126,28 @@ async function readDocUrba(files: string[]): Promise<Documents> {
   return documents;
 }
 
+/**
+ * ZONE_URBA as a shapefile: its .dbf, .cpg and .prj beside it (the GPU requires a .prj; without one, Lambert-93 is
+ * assumed only if the extent of the layer fits it), DOC_URBA anywhere among `files`.
+ */
 async function shapefileSource(files: string[], shp: string, folderName?: string): Promise<Source> {
-  const dbf = sibling(files, shp, 'dbf');
-  if (!dbf) throw new ZonageImportError(`Fichier .dbf absent à côté de ${path.basename(shp)} : attributs illisibles.`);
-  const prj = sibling(files, shp, 'prj');
-  const cpg = sibling(files, shp, 'cpg');
-  const encoding = cpg ? encodingOfCpg(await readFile(cpg, 'latin1')) : await sniffDbfEncoding(dbf);
   const documents = await readDocUrba(files);
-  let reprojection: Reprojection;
-  if (prj) {
-    reprojection = reprojectionOfPrj(await readFile(prj, 'latin1'));
-  } else {
-    // The GPU requires a .prj; without one, Lambert-93 is assumed only if the extent of the layer fits it.
-    const header = await shapefile.openShp(createReadStream(shp));
-    const [xmin, ymin, xmax, ymax] = header.bbox;
-    await header.cancel();
-    if (!(xmin >= -400_000 && xmax <= 1_700_000 && ymin >= 5_900_000 && ymax <= 7_300_000)) {
-      throw new ZonageImportError(
-        `Fichier .prj absent à côté de ${path.basename(shp)} et emprise hors Lambert-93 : projection inconnue.`,
-      );
-    }
-    reprojection = converter(LAMBERT_93);
-  }
   const single = documents.size === 1 ? [...documents.keys()][0] : null;
   return {
     format: 'shapefile',
     documents,
     defaultIdurba: single ?? (folderName && IDURBA_NOM.test(folderName) ? folderName : null),
-    async *features() {
-      let layer;
-      try {
-        layer = await shapefile.open(createReadStream(shp), createReadStream(dbf), { encoding });
-      } catch (error) {
-        throw new ZonageImportError(`Shapefile illisible (${path.basename(shp)}) : ${(error as Error).message}`, {
-          cause: error,
-        });
-      }
-      let ligne = 0;
-      try {
-        for (;;) {
-          let result;
-          try {
-            result = await layer.read();
-          } catch (error) {
-            throw new ZonageImportError(
-              `Shapefile illisible après l'enregistrement ${ligne} (${path.basename(shp)}) : ${(error as Error).message}`,
-              { cause: error },
-            );
-          }
-          if (result.done) break;
-          ligne++;
-          yield {
-            ligne,
-            properties: lowerKeys(result.value.properties),
-            geometry: result.value.geometry,
-            reprojection,
-          };
-        }
-      } finally {
-        await layer.cancel().catch(() => {});
-      }
-    },
+    features: () => lireCouche(shp, files),
   };
 }
 
-async function geojsonSource(file: string): Promise<Source> {
-  return {
-    format: 'geojson',
-    documents: new Map(),
-    defaultIdurba: null,
-    async *features() {
-      let reprojection: Reprojection = null;
-      for await (const item of streamFeatureCollection(file)) {
-        if ('crs' in item) {
-          reprojection = reprojectionOfCrs(item.crs);
-          continue;
-        }
-        if ('motif' in item) {
-          yield item;
-          continue;
-        }
-        const feature = item.feature as { type?: unknown; properties?: Attributes; geometry?: unknown } | null;
-        if (!feature || typeof feature !== 'object' || feature.type !== 'Feature') {
-          yield { ligne: item.ligne, motif: 'élément du tableau features qui n’est pas une Feature' };
-          continue;
-        }
-        yield {
-          ligne: item.ligne,
-          properties: lowerKeys(feature.properties),
-          geometry: feature.geometry,
-          reprojection,
-        };
-      }
-    },
-  };
-}
-
-/**
- * Streams the features of a GeoJSON FeatureCollection without holding the file: a small scanner follows strings and
- * nesting, cuts each element of the root `features` array and parses it alone. The root `crs` member (when it comes
- * before the features, as writers put it) is handed over too.
- */
-export async function* streamFeatureCollection(
-  file: string,
-  /** The file's text when it is not read plainly from `file` (a gzipped file): `file` then only names it. */
-  texte?: AsyncIterable<string>,
-): AsyncGenerator<{ ligne: number; feature: unknown } | { ligne: number; motif: string } | { crs: unknown }> {
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let rootString = '';
-  let lastRootString = '';
-  let key: string | null = null;
-  let rootType: string | null = null;
-  let started = false;
-  let inFeatures = false;
-  let sawFeatures = false;
-  let capture: string[] | null = null;
-  let captureStart = -1;
-  let captureKind: 'feature' | 'crs' = 'feature';
-  let ligne = 0;
-  const stream =
-    texte ?? (createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 16 }) as AsyncIterable<string>);
-  for await (const chunk of stream) {
-    for (let i = 0; i < chunk.length; i++) {
-      const c = chunk[i];
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (c === '\\') escaped = true;
-        else if (c === '"') {
-          inString = false;
-          if (depth === 1) {
-            lastRootString = rootString;
-            if (key === 'type') rootType = rootString;
-          }
-        } else if (depth === 1 && rootString.length < 64) rootString += c;
-        continue;
-      }
-      if (!started) {
-        if (c === '\uFEFF' || /\s/.test(c)) continue;
-        if (c !== '{') throw new ZonageImportError(`${path.basename(file)} n’est pas un objet GeoJSON.`);
-        started = true;
-      }
-      switch (c) {
-        case '"':
-          if (inFeatures && depth === 2) {
-            throw new ZonageImportError(`${path.basename(file)} : élément non objet dans le tableau features.`);
-          }
-          inString = true;
-          if (depth === 1) rootString = '';
-          break;
-        case ':':
-          if (depth === 1) key = lastRootString;
-          break;
-        case ',':
-          if (depth === 1) key = null;
-          break;
-        case '{':
-        case '[':
-          if (depth === 2 && inFeatures && c === '{') {
-            capture = [];
-            captureStart = i;
-            captureKind = 'feature';
-          } else if (depth === 1 && key === 'crs' && c === '{') {
-            capture = [];
-            captureStart = i;
-            captureKind = 'crs';
-          } else if (depth === 1 && key === 'features' && c === '[') {
-            inFeatures = true;
-            sawFeatures = true;
-          }
-          depth++;
-          break;
-        case '}':
-        case ']':
-          depth--;
-          if (capture && c === '}' && depth === (captureKind === 'feature' ? 2 : 1)) {
-            capture.push(chunk.slice(captureStart, i + 1));
-            const json = capture.join('');
-            capture = null;
-            captureStart = -1;
-            if (captureKind === 'crs') {
-              yield { crs: JSON.parse(json) };
-            } else {
-              ligne++;
-              let feature: unknown;
-              try {
-                feature = JSON.parse(json);
-              } catch {
-                yield { ligne, motif: 'JSON invalide' };
-                break;
-              }
-              yield { ligne, feature };
-            }
-          } else if (inFeatures && depth === 1 && c === ']') {
-            inFeatures = false;
-          }
-          break;
-        default:
-          if (inFeatures && depth === 2 && !/[\s,]/.test(c)) {
-            throw new ZonageImportError(`${path.basename(file)} : élément non objet dans le tableau features.`);
-          }
-      }
-      if (depth < 0) throw new ZonageImportError(`${path.basename(file)} : JSON mal formé.`);
-    }
-    if (capture) {
-      capture.push(chunk.slice(captureStart));
-      captureStart = 0;
-    }
-  }
-  if (depth !== 0 || inString) throw new ZonageImportError(`${path.basename(file)} : JSON tronqué.`);
-  if (rootType !== null && rootType !== 'FeatureCollection') {
-    throw new ZonageImportError(`${path.basename(file)} : ${rootType} au lieu d’une FeatureCollection.`);
-  }
-  if (!sawFeatures) throw new ZonageImportError(`${path.basename(file)} : FeatureCollection sans tableau features.`);
+function geojsonSource(file: string): Source {
+  return { format: 'geojson', documents: new Map(), defaultIdurba: null, features: () => lireCouche(file, [file]) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
 // One feature to one staging row.
 // ---------------------------------------------------------------------------------------------------------------------
-
-function text(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  const s = String(value).trim();
-  return s === '' ? null : s;
-}
 
 function isUrl(value: string): boolean {
   return /^https?:\/\//i.test(value);
@@ -538,41 +164,18 @@ function resolveFile(reference: string | null, baseUrl: string | undefined): str
   }
 }
 
-/** Rings closed, coordinates finite and reprojected, rounded to ~1 cm; else why the feature is rejected. */
-function cleanGeometry(geometry: unknown, reprojection: Reprojection): ZoneGeometry | string {
-  const g = geometry as { type?: unknown; coordinates?: unknown } | null;
+/**
+ * A zone's outline: a Polygon or MultiPolygon cleaned by couches.ts (reprojected, rounded to ~1 cm, rings closed,
+ * degenerate parts dropped); else why the feature is rejected. Lines and points are refused before cleaning, so that
+ * their reason is that they are no surface, whatever their coordinates.
+ */
+function surface(feature: ObjetLu): ZoneGeometry | string {
+  const g = feature.geometrie as { type?: unknown } | null;
   if (!g || typeof g !== 'object') return 'sans géométrie';
   if (g.type !== 'Polygon' && g.type !== 'MultiPolygon') return `géométrie ${String(g.type)} et non surfacique`;
-  const polygons = (g.type === 'Polygon' ? [g.coordinates] : g.coordinates) as unknown[];
-  if (!Array.isArray(polygons)) return 'géométrie sans coordonnées';
-  const out: Position[][][] = [];
-  for (const polygon of polygons) {
-    if (!Array.isArray(polygon)) return 'géométrie mal formée';
-    const rings: Position[][] = [];
-    for (const [index, ring] of polygon.entries()) {
-      if (!Array.isArray(ring)) return 'géométrie mal formée';
-      const points: Position[] = [];
-      for (const position of ring) {
-        if (!Array.isArray(position)) return 'géométrie mal formée';
-        let [x, y] = position as number[];
-        if (!Number.isFinite(x) || !Number.isFinite(y)) return 'coordonnée non numérique';
-        if (reprojection) [x, y] = reprojection(x, y);
-        if (!(Math.abs(x) <= 180 && Math.abs(y) <= 90)) return 'coordonnées hors WGS84 (projection non déclarée ?)';
-        points.push([Math.round(x * DECIMALES) / DECIMALES, Math.round(y * DECIMALES) / DECIMALES]);
-      }
-      const [first, last] = [points[0], points[points.length - 1]];
-      if (first && (first[0] !== last[0] || first[1] !== last[1])) points.push([first[0], first[1]]);
-      if (points.length < 4) {
-        // A degenerate hole can be dropped; a degenerate outer ring leaves no polygon.
-        if (index === 0) break;
-        continue;
-      }
-      rings.push(points);
-    }
-    if (rings.length > 0) out.push(rings);
-  }
-  if (out.length === 0) return 'géométrie vide ou dégénérée';
-  return out.length === 1 ? { type: 'Polygon', coordinates: out[0] } : { type: 'MultiPolygon', coordinates: out };
+  const propre = nettoyerGeometrie(g, feature.reprojection);
+  // A Polygon or MultiPolygon stays one when cleaned (a MultiPolygon of one part becomes a Polygon).
+  return typeof propre === 'string' ? propre : (propre.geometrie as ZoneGeometry);
 }
 
 interface StagedZone {
@@ -600,22 +203,22 @@ interface StagedZone {
 }
 
 function stage(
-  feature: RawFeature,
+  feature: ObjetLu,
   source: Source,
   baseUrl: string | undefined,
 ): { zone: StagedZone; octets: number } | string {
-  const p = feature.properties;
-  const libelle = text(p.libelle);
+  const p = feature.proprietes;
+  const libelle = texte(p.libelle);
   if (!libelle) return 'LIBELLE absent';
-  const idurba = text(p.idurba) ?? source.defaultIdurba;
+  const idurba = texte(p.idurba) ?? source.defaultIdurba;
   if (!idurba) return 'IDURBA absent';
-  const geometry = cleanGeometry(feature.geometry, feature.reprojection);
+  const geometry = surface(feature);
   if (typeof geometry === 'string') return geometry;
   const doc = source.documents.get(idurba);
-  const urlfic = text(p.urlfic);
-  const nomfic = text(p.nomfic);
-  const urlreg = text(doc?.urlreg);
-  const nomreg = text(doc?.nomreg);
+  const urlfic = texte(p.urlfic);
+  const nomfic = texte(p.nomfic);
+  const urlreg = texte(doc?.urlreg);
+  const nomreg = texte(doc?.nomreg);
   const reglementUrl =
     resolveFile(urlfic, baseUrl) ??
     resolveFile(nomfic, baseUrl) ??
@@ -630,9 +233,9 @@ function stage(
       idurba,
       empreinte: createHash('sha256').update(geometry.type).update(serialised).digest('hex').slice(0, 32),
       libelle,
-      libelong: text(p.libelong),
-      typezone: text(p.typezone),
-      destdomi: text(p.destdomi),
+      libelong: texte(p.libelong),
+      typezone: texte(p.typezone),
+      destdomi: texte(p.destdomi),
       nomfic,
       urlfic,
       reglement_url: reglementUrl,
@@ -640,7 +243,7 @@ function stage(
       datappro: isoDate(p.datappro),
       datvalid: isoDate(p.datvalid),
       insee: inseeOfIdurba(idurba),
-      siren: sirenOfIdurba(idurba) ?? text(doc?.siren),
+      siren: sirenOfIdurba(idurba) ?? texte(doc?.siren),
       geometrie: geometry,
       bbox_xmin: bbox.xmin,
       bbox_ymin: bbox.ymin,
@@ -742,19 +345,19 @@ export function documentRow(
 ): DocumentRow {
   return {
     idurba,
-    typedoc: typeOf(text(doc?.typedoc), idurba, typeParDefaut),
-    etat: text(doc?.etat),
-    nomproc: text(doc?.nomproc),
+    typedoc: typeOf(texte(doc?.typedoc), idurba, typeParDefaut),
+    etat: texte(doc?.etat),
+    nomproc: texte(doc?.nomproc),
     datappro: isoDate(doc?.datappro) ?? dateOfIdurba(idurba),
     datvalid: isoDate(doc?.datvalid) ?? datvalid,
     insee: inseeOfIdurba(idurba),
-    siren: text(doc?.siren) ?? sirenOfIdurba(idurba),
-    nomreg: text(doc?.nomreg),
-    urlreg: text(doc?.urlreg),
+    siren: texte(doc?.siren) ?? sirenOfIdurba(idurba),
+    nomreg: texte(doc?.nomreg),
+    urlreg: texte(doc?.urlreg),
     datefin: isoDate(doc?.datefin),
-    nomplan: text(doc?.nomplan),
-    urlplan: text(doc?.urlplan),
-    siteweb: text(doc?.siteweb),
+    nomplan: texte(doc?.nomplan),
+    urlplan: texte(doc?.urlplan),
+    siteweb: texte(doc?.siteweb),
     depuis_doc_urba: doc !== undefined,
   };
 }
@@ -857,7 +460,7 @@ async function merge(
 /** The base URL of the documents' files, with the trailing slash URL resolution needs; throws when it is no URL. */
 export function normaliserBaseUrl(baseUrl: string | undefined): string | undefined {
   if (!baseUrl) return undefined;
-  if (!isUrl(baseUrl)) throw new ZonageImportError(`URL de base invalide : ${baseUrl} (http ou https attendu).`);
+  if (!isUrl(baseUrl)) throw new ImportError(`URL de base invalide : ${baseUrl} (http ou https attendu).`);
   // Without a trailing slash, URL resolution would replace the last path segment instead of appending to it.
   return baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
 }
@@ -921,7 +524,7 @@ export async function preparerZonage(
 
 /**
  * Imports the zoning of `source` (a GPU upload folder, a ZONE_URBA .shp, or a GeoJSON FeatureCollection file) into
- * `dataset`. Throws ZonageImportError, with a French message, on what makes the whole source unusable (missing
+ * `dataset`. Throws ImportError, with a French message, on what makes the whole source unusable (missing
  * files, unknown projection or encoding, unreadable file); a bad feature is only rejected, with its reason.
  */
 export async function importZonage(

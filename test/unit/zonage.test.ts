@@ -6,7 +6,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../db/client.ts';
-import { importZonage, reprojectionOfPrj, ZonageImportError } from '../../domain/urbanisme/zonage-import.ts';
+import { ImportError } from '../../domain/import/source.ts';
+import { reprojectionOfPrj } from '../../domain/urbanisme/formats.ts';
+import { importZonage } from '../../domain/urbanisme/zonage-import.ts';
 import { findZoning, isoDate } from '../../domain/urbanisme/zonage.ts';
 import { containsPoint, type ZoneGeometry } from '../../lib/geometrie.ts';
 import { createTestDb } from '../support/db.ts';
@@ -316,7 +318,7 @@ describe('GeoJSON FeatureCollection', () => {
       crs: { type: 'name', properties: { name: 'urn:ogc:def:crs:EPSG::3857' } },
     });
     await expect(importZonage(db, utm)).rejects.toThrow(/non géré/);
-    await expect(importZonage(db, path.join(dir, 'absent'))).rejects.toBeInstanceOf(ZonageImportError);
+    await expect(importZonage(db, path.join(dir, 'absent'))).rejects.toBeInstanceOf(ImportError);
     expect(() =>
       reprojectionOfPrj(
         'PROJCS["RGF93_CC46",GEOGCS["GCS_RGF93",DATUM["D_RGF_1993",SPHEROID["GRS_1980",6378137,298.257222101]],PRIMEM["Greenwich",0],UNIT["Degree",0.017453292519943295]],PROJECTION["Lambert_Conformal_Conic"],PARAMETER["standard_parallel_1",45.25],PARAMETER["standard_parallel_2",46.75],PARAMETER["latitude_of_origin",46],PARAMETER["central_meridian",3],PARAMETER["false_easting",1700000],PARAMETER["false_northing",5200000],UNIT["Meter",1]]',
