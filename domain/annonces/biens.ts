@@ -80,80 +80,163 @@ export interface Candidat extends Signature {
   entree_le: Date;
 }
 
+/** What the candidates of a new listing are looked up by: its commune, type and surface, and when it is seen. */
+export type RechercheCandidats = Pick<Signature, 'insee' | 'type' | 'surface'> & { vuLe: string };
+
 /**
- * The listings the database holds that a new listing could belong with (same commune, type and surface band, online
- * or withdrawn in the window), oldest first: the rule is then applied to each.
+ * For each new listing, the listings the database holds that it could belong with (same commune, type and surface
+ * band, online or withdrawn in the window), oldest first: the rule is then applied to each. One statement for them
+ * all: the importer asks for a whole batch's at once.
  */
-export async function candidatsBien(db: Queryable, dataset: Dataset, s: Signature, vuLe: string): Promise<Candidat[]> {
-  if (!s.insee || s.surface === null) return [];
-  const { rows } = await db.query<Candidat>(
-    `SELECT bien_uid, entree_le, insee, type, cle_ban, lat, lon, precision_position, surface, pieces, etage, prix
-       FROM annonces
-      WHERE dataset = $1 AND insee = $2 AND type = $3 AND surface BETWEEN $4 AND $5
-        AND (statut <> 'retire' OR retire_le >= $6::timestamptz - make_interval(days => $7))
-      ORDER BY entree_le, id
-      LIMIT 200`,
+export async function candidatsBiens(
+  db: Queryable,
+  dataset: Dataset,
+  recherches: RechercheCandidats[],
+): Promise<Candidat[][]> {
+  const out = recherches.map((): Candidat[] => []);
+  const lues = recherches.flatMap((s, i) => (s.insee && s.surface !== null ? [{ ...s, i, surface: s.surface }] : []));
+  if (lues.length === 0) return out;
+  const { rows } = await db.query<Candidat & { i: number }>(
+    `SELECT k.i, c.bien_uid, c.entree_le, c.insee, c.type, c.cle_ban, c.lat, c.lon, c.precision_position, c.surface,
+            c.pieces, c.etage, c.prix
+       FROM unnest($2::int[], $3::text[], $4::text[], $5::float8[], $6::float8[], $7::timestamptz[])
+            AS k(i, insee, type, surface_min, surface_max, vu_le)
+      CROSS JOIN LATERAL (
+            SELECT a.id, a.bien_uid, a.entree_le, a.insee, a.type, a.cle_ban, a.lat, a.lon, a.precision_position,
+                   a.surface, a.pieces, a.etage, a.prix
+              FROM annonces a
+             WHERE a.dataset = $1 AND a.insee = k.insee AND a.type = k.type
+               AND a.surface BETWEEN k.surface_min AND k.surface_max
+               AND (a.statut <> 'retire' OR a.retire_le >= k.vu_le - make_interval(days => $8))
+             ORDER BY a.entree_le, a.id
+             LIMIT 200) c
+      ORDER BY k.i, c.entree_le, c.id`,
     [
       dataset,
-      s.insee,
-      s.type,
-      s.surface * (1 - ECART_SURFACE) - 1,
-      s.surface * (1 + ECART_SURFACE) + 1,
-      vuLe,
+      lues.map((s) => s.i),
+      lues.map((s) => s.insee),
+      lues.map((s) => s.type),
+      lues.map((s) => s.surface * (1 - ECART_SURFACE) - 1),
+      lues.map((s) => s.surface * (1 + ECART_SURFACE) + 1),
+      lues.map((s) => s.vuLe),
       FENETRE_RETRAIT_JOURS,
     ],
   );
-  return rows;
+  for (const { i, ...candidat } of rows) out[i].push(candidat);
+  return out;
 }
 
 /** How near a position must be to a BAN number to stand at it. */
 const RAYON_NUMERO_PORTAIL_M = 15;
 const RAYON_NUMERO_VALIDE_M = 40;
 
-async function numeroProche(
-  db: Queryable,
-  dataset: Dataset,
-  lat: number,
-  lon: number,
-  rayonM: number,
-): Promise<string | null> {
-  const { rows } = await db.query<{ cle_ban: string }>(
-    `SELECT cle_ban FROM adresses
-      WHERE dataset = $1 AND type = 'numero' AND earth_box(ll_to_earth($2, $3), $4) @> ll_to_earth(lat, lon)
-        AND earth_distance(ll_to_earth($2, $3), ll_to_earth(lat, lon)) <= $4
-      ORDER BY ll_to_earth(lat, lon) <-> ll_to_earth($2, $3) LIMIT 1`,
-    [dataset, lat, lon, rayonM],
-  );
-  return rows[0]?.cle_ban ?? null;
+/** A position, and how near a BAN number must be to it. */
+export interface PointBan {
+  lat: number;
+  lon: number;
+  rayonM: number;
 }
 
 /**
- * The BAN number a listing stands at: the address a user validated for it (valider_adresse, stored under the
- * service id or `<portail>:<identifiant>`: its position, else its text read by the address search, a number with a
- * score of 0.8 at least), else, when the portal gives its position to the address, the number within 15 m.
+ * For each point, the nearest BAN number within its radius, or null. One statement for them all: the importer asks
+ * for a whole batch's at once.
  */
-export async function rattacherBan(
-  db: Db,
-  client: Queryable,
+export async function numerosProches(
+  db: Queryable,
   dataset: Dataset,
-  annonce: { id: string; idPortail: string; lat: number | null; lon: number | null; precision: Precision },
-): Promise<string | null> {
-  const { rows } = await client.query<{ libelle: string; lat: number | null; lon: number | null }>(
-    `SELECT libelle, lat, lon FROM adresses_validees WHERE annonce_id = ANY($1::text[])
-      ORDER BY valide_le DESC LIMIT 1`,
-    [[annonce.id, annonce.idPortail]],
+  points: PointBan[],
+): Promise<Array<string | null>> {
+  const out = points.map((): string | null => null);
+  if (points.length === 0) return out;
+  const { rows } = await db.query<{ i: number; cle_ban: string }>(
+    `SELECT p.i, n.cle_ban
+       FROM unnest($2::float8[], $3::float8[], $4::float8[]) WITH ORDINALITY AS p(lat, lon, rayon, i)
+      CROSS JOIN LATERAL (
+            SELECT b.cle_ban FROM adresses b
+             WHERE b.dataset = $1 AND b.type = 'numero'
+               AND earth_box(ll_to_earth(p.lat, p.lon), p.rayon) @> ll_to_earth(b.lat, b.lon)
+               AND earth_distance(ll_to_earth(p.lat, p.lon), ll_to_earth(b.lat, b.lon)) <= p.rayon
+             ORDER BY ll_to_earth(b.lat, b.lon) <-> ll_to_earth(p.lat, p.lon)
+             LIMIT 1) n`,
+    [dataset, points.map((p) => p.lat), points.map((p) => p.lon), points.map((p) => p.rayonM)],
   );
-  const validee = rows[0];
+  for (const { i, cle_ban } of rows) out[i - 1] = cle_ban;
+  return out;
+}
+
+/** An address a user validated for a listing (valider_adresse). */
+export interface AdresseValidee {
+  libelle: string;
+  lat: number | null;
+  lon: number | null;
+  /** To the microsecond, in UTC: the latest of a listing's validations wins. */
+  valide_le: string;
+}
+
+/**
+ * The address validated under each identifier (a service id or `<portail>:<identifiant>`, as the user gave it), or
+ * null. One statement for them all: the importer asks for a whole batch's at once.
+ */
+export async function adressesValidees(db: Queryable, ids: string[]): Promise<Array<AdresseValidee | null>> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<AdresseValidee & { annonce_id: string }>(
+    `SELECT annonce_id, libelle, lat, lon,
+            to_char(valide_le AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS valide_le
+       FROM adresses_validees WHERE annonce_id = ANY($1::text[])`,
+    [ids],
+  );
+  const parId = new Map(rows.map(({ annonce_id, ...v }) => [annonce_id, v]));
+  return ids.map((id) => parId.get(id) ?? null);
+}
+
+/** The address a listing stands at by its users: the latest validation under any of its identifiers. */
+export function derniereValidee(validees: Array<AdresseValidee | null>): AdresseValidee | null {
+  return validees.reduce<AdresseValidee | null>(
+    (derniere, v) => (v && (!derniere || v.valide_le > derniere.valide_le) ? v : derniere),
+    null,
+  );
+}
+
+/** Where a listing's BAN number is looked for, in order: a position (the nearest number within its radius) or a text. */
+export type PisteBan = { point: PointBan } | { libelle: string };
+
+/**
+ * Where the BAN number a listing stands at is looked for, the first that finds one winning: the address a user
+ * validated for it (its position, else its text read by the address search, a number with a score of 0.8 at least),
+ * else, when the portal gives its position to the address, the number within 15 m.
+ */
+export function pistesBan(
+  annonce: { lat: number | null; lon: number | null; precision_position: Precision },
+  validee: AdresseValidee | null,
+): PisteBan[] {
+  const pistes: PisteBan[] = [];
   if (validee) {
     if (validee.lat !== null && validee.lon !== null) {
-      const cle = await numeroProche(client, dataset, validee.lat, validee.lon, RAYON_NUMERO_VALIDE_M);
-      if (cle) return cle;
+      pistes.push({ point: { lat: validee.lat, lon: validee.lon, rayonM: RAYON_NUMERO_VALIDE_M } });
     }
-    const [premier] = await rechercher(db, dataset, validee.libelle, null, 1);
-    if (premier && premier.type === 'numero' && (premier.score ?? 0) >= 0.8 && premier.cle_ban) return premier.cle_ban;
+    pistes.push({ libelle: validee.libelle });
   }
-  if (annonce.precision === 'adresse' && annonce.lat !== null && annonce.lon !== null) {
-    return numeroProche(client, dataset, annonce.lat, annonce.lon, RAYON_NUMERO_PORTAIL_M);
+  if (annonce.precision_position === 'adresse' && annonce.lat !== null && annonce.lon !== null) {
+    pistes.push({ point: { lat: annonce.lat, lon: annonce.lon, rayonM: RAYON_NUMERO_PORTAIL_M } });
+  }
+  return pistes;
+}
+
+/** The BAN number a listing stands at (pistesBan); `numero` answers a position, read ahead for a batch by the importer. */
+export async function rattacherBan(
+  db: Db,
+  dataset: Dataset,
+  pistes: PisteBan[],
+  numero: (point: PointBan) => Promise<string | null>,
+): Promise<string | null> {
+  for (const piste of pistes) {
+    if ('point' in piste) {
+      const cle = await numero(piste.point);
+      if (cle) return cle;
+      continue;
+    }
+    const [premier] = await rechercher(db, dataset, piste.libelle, null, 1);
+    if (premier && premier.type === 'numero' && (premier.score ?? 0) >= 0.8 && premier.cle_ban) return premier.cle_ban;
   }
   return null;
 }

@@ -21,7 +21,21 @@ import {
 } from '../import/source.ts';
 import { analyserAnnonces } from './analyse.ts';
 import type { ColonnesAnnonce } from './fiche.ts';
-import { candidatsBien, memeBien, nouveauBienUid, rattacherBan, type Signature } from './biens.ts';
+import {
+  adressesValidees,
+  candidatsBiens,
+  derniereValidee,
+  memeBien,
+  nouveauBienUid,
+  numerosProches,
+  pistesBan,
+  rattacherBan,
+  type AdresseValidee,
+  type Candidat,
+  type PointBan,
+  type RechercheCandidats,
+  type Signature,
+} from './biens.ts';
 import {
   jourParis,
   lireReleve,
@@ -35,7 +49,15 @@ import {
   type TypeVendeur,
 } from './format.ts';
 import { ecrireEvenements, verrouillerJournal, type Genre, type NouvelEvenement } from './journal.ts';
-import { annonceurApres, cleVendeur, sirenDeSirene, texteGarde, type Annonceur } from './vendeur.ts';
+import {
+  annonceurApres,
+  cleVendeur,
+  rechercheSirene,
+  sirensDeSirene,
+  texteGarde,
+  type Annonceur,
+  type RechercheSirene,
+} from './vendeur.ts';
 
 /**
  * Importer of listings: portal snapshots in JSON Lines (the format, field by field, is in format.ts), plain or
@@ -292,15 +314,22 @@ interface Membre {
   departement: string | null;
 }
 
-async function membresDuBien(client: Queryable, dataset: Dataset, bien: string): Promise<Map<string, Membre>> {
-  const { rows } = await client.query<Membre>(
-    `SELECT id, statut, vendeur_cle, portail, prix,
+/** The listings of each property, by listing id (a property the database does not hold has none). */
+async function membresDesBiens(
+  client: Queryable,
+  dataset: Dataset,
+  biens: string[],
+): Promise<Array<Map<string, Membre>>> {
+  const { rows } = await client.query<Membre & { bien_uid: string }>(
+    `SELECT bien_uid, id, statut, vendeur_cle, portail, prix,
             to_char(entree_le AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS entree_le,
             insee, code_postal, departement
-       FROM annonces WHERE dataset = $1 AND bien_uid = $2`,
-    [dataset, bien],
+       FROM annonces WHERE dataset = $1 AND bien_uid = ANY($2::text[])`,
+    [dataset, biens],
   );
-  return new Map(rows.map((m) => [m.id, m]));
+  const parBien = new Map(biens.map((b) => [b, new Map<string, Membre>()]));
+  for (const { bien_uid, ...m } of rows) parBien.get(bien_uid)!.set(m.id, m);
+  return biens.map((b) => parBien.get(b)!);
 }
 
 function statsDe(membres: Map<string, Membre>): StatsBien {
@@ -324,8 +353,10 @@ function principaleDe(membres: Map<string, Membre>): Membre {
   )[0];
 }
 
+const cleDe = (r: Releve) => `${r.portail}:${r.identifiant}`;
+
 async function lireLignes(client: Queryable, dataset: Dataset, releves: Releve[]): Promise<Map<string, Ligne>> {
-  const cles = new Map(releves.map((r) => [`${r.portail}:${r.identifiant}`, r]));
+  const cles = new Map(releves.map((r) => [cleDe(r), r]));
   const dates = ['premiere_parution', 'entree_le', 'vu_le', 'prix_le', 'retire_le', 'maj_le'];
   // Instants as ISO 8601 in UTC, the way snapshots give them: compared and written back as they are.
   const { rows } = await client.query<Ligne>(
@@ -345,25 +376,36 @@ async function lireLignes(client: Queryable, dataset: Dataset, releves: Releve[]
   return new Map(rows.map((l) => [`${l.portail}:${l.identifiant}`, l]));
 }
 
+/** A price event of the journal, as the same drop seen twice in a day is told by. */
+interface PrixEcrit {
+  genre: Genre;
+  prix: number | null;
+  /** The day in Paris, as jourParis writes it. */
+  jour: string;
+}
+
+/** The price events the journal holds for each listing. */
+async function prixEcrits(client: Queryable, dataset: Dataset, ids: string[]): Promise<PrixEcrit[][]> {
+  const { rows } = await client.query<PrixEcrit & { annonce_id: string }>(
+    `SELECT annonce_id, genre, (apres->>'prix')::float8 AS prix,
+            to_char((le AT TIME ZONE 'Europe/Paris')::date, 'YYYY-MM-DD') AS jour
+       FROM annonces_evenements
+      WHERE dataset = $1 AND annonce_id = ANY($2::text[]) AND genre IN ('baisse_prix', 'hausse_prix')`,
+    [dataset, ids],
+  );
+  return ids.map((id) => rows.filter((e) => e.annonce_id === id));
+}
+
 /** Whether an event of this genre for this listing, that day (Paris) and at this new price, is already written. */
-async function prixDejaVu(
-  client: Queryable,
-  dataset: Dataset,
-  ecrits: NouvelEvenement[],
-  e: NouvelEvenement,
-): Promise<boolean> {
+async function prixDejaVu(lot: Lot, ecrits: NouvelEvenement[], e: NouvelEvenement): Promise<boolean> {
   const jour = jourParis(e.le);
   const meme = (x: NouvelEvenement) =>
     x.annonceId === e.annonceId && x.genre === e.genre && x.apres?.prix === e.apres?.prix && jourParis(x.le) === jour;
   if (ecrits.some(meme)) return true;
-  const { rows } = await client.query(
-    `SELECT 1 FROM annonces_evenements
-      WHERE dataset = $1 AND annonce_id = $2 AND genre = $3 AND (apres->>'prix')::float8 = $4
-        AND (le AT TIME ZONE 'Europe/Paris')::date = $5::date
-      LIMIT 1`,
-    [dataset, e.annonceId, e.genre, e.apres?.prix, jour],
-  );
-  return rows.length > 0;
+  // A listing the database did not hold has no event in it yet.
+  if (!lot.publiees.has(e.annonceId)) return false;
+  const [journal] = await lot.lectures.prix.lire(lot.client, [e.annonceId]);
+  return journal.some((x) => x.genre === e.genre && x.prix === e.apres?.prix && x.jour === jour);
 }
 
 const signature = (l: Ligne): Signature => ({
@@ -379,10 +421,166 @@ const signature = (l: Ligne): Signature => ({
   prix: l.prix,
 });
 
+// ---------------------------------------------------------------------------------------------------------------------
+// The look-ups, a batch at a time.
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * A look-up of the import, its answers kept by key: read for many keys in one statement ahead of the snapshots that
+ * need them (one statement a snapshot and look-up, one round trip after the other, was what bounded the import), and
+ * for a key the forecast missed when a snapshot asks for it. Either way the answer is the statement's: only the round
+ * trips differ.
+ */
+interface ParLot<K, V> {
+  prevoir(client: Queryable, cles: Iterable<K>): Promise<void>;
+  lire(client: Queryable, cles: K[]): Promise<V[]>;
+}
+
+function parLot<K, V>(cle: (k: K) => string, lire: (client: Queryable, cles: K[]) => Promise<V[]>): ParLot<K, V> {
+  const lues = new Map<string, V>();
+  const prevoir = async (client: Queryable, cles: Iterable<K>) => {
+    const manquantes = new Map<string, K>();
+    for (const k of cles) if (!lues.has(cle(k))) manquantes.set(cle(k), k);
+    if (manquantes.size === 0) return;
+    const reponses = await lire(client, [...manquantes.values()]);
+    [...manquantes.keys()].forEach((c, i) => lues.set(c, reponses[i]));
+  };
+  return {
+    prevoir,
+    async lire(client, cles) {
+      await prevoir(client, cles);
+      return cles.map((k) => lues.get(cle(k))!);
+    },
+  };
+}
+
+type Sirenes = ParLot<RechercheSirene, string | null>;
+
+/** SIRENE's answers, kept for the whole import: the same agency comes back all along the file. */
+const sirenesDe = (dataset: Dataset): Sirenes =>
+  parLot(
+    (r) => JSON.stringify([r.noms, r.codePostal]),
+    (client, recherches) => sirensDeSirene(client, dataset, recherches),
+  );
+
+/**
+ * What a batch's snapshots look up. Each but SIRENE is read again for every batch, the database's state of that
+ * moment, as when each snapshot read its own: a BAN or an address validated since the last batch is seen.
+ */
+interface Lectures {
+  validees: ParLot<string, AdresseValidee | null>;
+  numeros: ParLot<PointBan, string | null>;
+  sirenes: Sirenes;
+  membres: ParLot<string, Map<string, Membre>>;
+  candidats: ParLot<RechercheCandidats, Candidat[]>;
+  prix: ParLot<string, PrixEcrit[]>;
+}
+
+/** A batch being applied: its transaction, its look-ups, the listings the database held before it. */
+interface Lot {
+  db: Db;
+  client: PoolClient;
+  dataset: Dataset;
+  lectures: Lectures;
+  /** Their service ids: only they can have an address validated under that id, or events. */
+  publiees: Set<string>;
+}
+
+function lecturesDuLot(dataset: Dataset, sirenes: Sirenes): Lectures {
+  return {
+    validees: parLot((id) => id, adressesValidees),
+    numeros: parLot(
+      (p) => `${p.lat}|${p.lon}|${p.rayonM}`,
+      (client, points) => numerosProches(client, dataset, points),
+    ),
+    sirenes,
+    membres: parLot(
+      (bien) => bien,
+      (client, biens) => membresDesBiens(client, dataset, biens),
+    ),
+    candidats: parLot(
+      (s) => JSON.stringify([s.insee, s.type, s.surface, s.vuLe]),
+      (client, recherches) => candidatsBiens(client, dataset, recherches),
+    ),
+    prix: parLot(
+      (id) => id,
+      (client, ids) => prixEcrits(client, dataset, ids),
+    ),
+  };
+}
+
+/** A snapshot no later than the last one applied to its listing changes nothing. */
+const perime = (avant: Pick<Ligne, 'vu_le'> | null, r: Releve) =>
+  avant !== null && Date.parse(r.vuLe) <= Date.parse(avant.vu_le);
+
+/** The identifiers an address may be validated under: the portal's, and the service's once the service served it. */
+const idsValidation = (lot: Lot, id: string | undefined, r: Releve) =>
+  id !== undefined && lot.publiees.has(id) ? [id, cleDe(r)] : [cleDe(r)];
+
+/** What a listing is followed by through a batch to foresee its look-ups. */
+type Suivie = Lieu & Pick<Ligne, 'vu_le' | 'type' | 'type_vendeur' | 'annonceur' | 'prix'>;
+
+/**
+ * Reads ahead, one statement per look-up, what the batch's snapshots will look up. It follows each listing through
+ * the batch as the loop will (its place, its seller, its price, by the loop's own functions) but cannot know the
+ * answers: it foresees a SIRENE look-up that a SIREN found earlier in the batch will spare (read for nothing), and
+ * misses what only an answer leads to, such as the other listings of the stored property a new listing joins (read
+ * when the loop asks).
+ */
+async function prevoirLot(lot: Lot, releves: Releve[], lignes: Map<string, Ligne>): Promise<void> {
+  const { client, lectures } = lot;
+  const suivies = new Map<string, Suivie>();
+  const aRattacher: Array<{ lieu: Lieu; ids: string[] }> = [];
+  const sirenes: RechercheSirene[] = [];
+  const biens: string[] = [];
+  const candidats: RechercheCandidats[] = [];
+  const prix: string[] = [];
+  for (const r of releves) {
+    const cle = cleDe(r);
+    const stockee = lignes.get(cle);
+    const avant = suivies.get(cle) ?? stockee ?? null;
+    const type = r.champs.type ?? avant?.type;
+    if (perime(avant, r) || !type) continue;
+    const lieu = lieuApres(avant, r.champs);
+    const { typeVendeur, annonceur } = vendeurApres(avant, r);
+    const recherche = annonceur && rechercheSirene(annonceur, codePostalVendeur(r, lieu));
+    if (recherche) sirenes.push(recherche);
+    aRattacher.push({ lieu, ids: idsValidation(lot, stockee?.id, r) });
+    const prixApres = r.champs.prix ?? avant?.prix ?? null;
+    if (stockee) {
+      biens.push(stockee.bien_uid);
+      if (avant && avant.prix !== null && prixApres !== null && prixApres !== avant.prix) prix.push(stockee.id);
+    } else if (!avant) {
+      candidats.push({ insee: lieu.insee, type, surface: r.champs.surface ?? null, vuLe: r.vuLe });
+    }
+    suivies.set(cle, { ...lieu, vu_le: r.vuLe, type, type_vendeur: typeVendeur, annonceur, prix: prixApres });
+  }
+  // The BAN numbers near the positions, once the validated addresses, whose positions come first, are known.
+  await lectures.validees.prevoir(
+    client,
+    aRattacher.flatMap((a) => a.ids),
+  );
+  const points: PointBan[] = [];
+  for (const { lieu, ids } of aRattacher) {
+    const validee = derniereValidee(await lectures.validees.lire(client, ids));
+    for (const piste of pistesBan(lieu, validee)) if ('point' in piste) points.push(piste.point);
+  }
+  await lectures.numeros.prevoir(client, points);
+  await lectures.sirenes.prevoir(client, sirenes);
+  await lectures.membres.prevoir(client, biens);
+  await lectures.candidats.prevoir(client, candidats);
+  await lectures.prix.prevoir(client, prix);
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The snapshots of a batch, in order.
+// ---------------------------------------------------------------------------------------------------------------------
+
 async function appliquerLot(
   db: Db,
   dataset: Dataset,
   releves: Releve[],
+  sirenes: Sirenes,
   rejeter: Rejeter,
   rapport: ImportReport,
   compteurs: Compteurs,
@@ -392,17 +590,25 @@ async function appliquerLot(
     // other left, and their events take ids in that order.
     await verrouillerJournal(client, dataset);
     const lignes = await lireLignes(client, dataset, releves);
+    const lot: Lot = {
+      db,
+      client,
+      dataset,
+      lectures: lecturesDuLot(dataset, sirenes),
+      publiees: new Set([...lignes.values()].map((l) => l.id)),
+    };
+    // Nothing is written before the batch's end: what is read ahead is what each snapshot would have read.
+    await prevoirLot(lot, releves, lignes);
     const changees = new Map<string, Ligne>();
     const nouvelles: Ligne[] = [];
     const evenements: NouvelEvenement[] = [];
     const biens = new Map<string, Map<string, Membre>>();
-    const sirens = new Map<string, string | null>();
 
     for (const r of releves) {
-      const cle = `${r.portail}:${r.identifiant}`;
+      const cle = cleDe(r);
       const avant = lignes.get(cle) ?? null;
       for (const champ of r.illisibles) compteurs.illisibles.set(champ, (compteurs.illisibles.get(champ) ?? 0) + 1);
-      if (avant && Date.parse(r.vuLe) <= Date.parse(avant.vu_le)) {
+      if (perime(avant, r)) {
         compteurs.inchangees++;
         continue;
       }
@@ -413,7 +619,7 @@ async function appliquerLot(
         rapport.gardes--;
         continue;
       }
-      const l = await suivante(db, client, dataset, avant, r, type, sirens, compteurs);
+      const l = await suivante(lot, avant, r, type, compteurs);
       const ou = { annonceId: l.id, insee: l.insee, codePostal: l.code_postal, departement: l.departement };
       const ajouter = (e: Omit<NouvelEvenement, keyof typeof ou | 'le'>) => {
         evenements.push({ ...ou, le: r.vuLe, ...e });
@@ -422,9 +628,12 @@ async function appliquerLot(
 
       if (!avant) {
         const signe = signature(l);
+        const [enBase] = await lot.lectures.candidats.lire(client, [
+          { insee: l.insee, type: l.type, surface: l.surface, vuLe: r.vuLe },
+        ]);
         const candidats = [
           ...nouvelles.map((n) => ({ ...signature(n), bien_uid: n.bien_uid, entree_le: new Date(n.entree_le) })),
-          ...(await candidatsBien(client, dataset, signe, r.vuLe)),
+          ...enBase,
         ].sort((a, b) => a.entree_le.getTime() - b.entree_le.getTime());
         const trouve = candidats.find((k) => memeBien(signe, k));
         if (trouve) compteurs.rejoignent++;
@@ -434,7 +643,7 @@ async function appliquerLot(
       }
       let membres = biens.get(l.bien_uid);
       if (!membres) {
-        membres = await membresDuBien(client, dataset, l.bien_uid);
+        [membres] = await lot.lectures.membres.lire(client, [l.bien_uid]);
         biens.set(l.bien_uid, membres);
       }
       const statsAvant = statsDe(membres);
@@ -456,7 +665,7 @@ async function appliquerLot(
             detecte_le: r.vuLe,
           },
         };
-        if (!(await prixDejaVu(client, dataset, evenements, e))) ajouter(e);
+        if (!(await prixDejaVu(lot, evenements, e))) ajouter(e);
       }
       if (avant?.statut === 'actif' && l.statut === 'retire') {
         ajouter({ genre: 'retrait', avant: { actif: true }, apres: { actif: false, detecte_le: r.vuLe } });
@@ -523,24 +732,14 @@ async function appliquerLot(
   });
 }
 
-/** The listing after a snapshot (its events aside). */
-async function suivante(
-  db: Db,
-  client: Queryable,
-  dataset: Dataset,
-  avant: Ligne | null,
-  r: Releve,
-  type: TypeBien,
-  sirens: Map<string, string | null>,
-  compteurs: Compteurs,
-): Promise<Ligne> {
-  const c = r.champs;
-  const simples = Object.fromEntries(SIMPLES.map((k) => [k, c[k] ?? avant?.[k] ?? null])) as Pick<
-    Ligne,
-    (typeof SIMPLES)[number]
-  >;
+/** The place of a listing. */
+type Lieu = Pick<
+  Ligne,
+  'commune' | 'code_postal' | 'insee' | 'departement' | 'region' | 'lat' | 'lon' | 'precision_position'
+>;
 
-  // Where: what the snapshot says of the place replaces the place.
+/** The place after a snapshot: what the snapshot says of the place replaces the place. */
+function lieuApres(avant: Lieu | null, c: Partial<Champs>): Lieu {
   const ditLieu = c.insee ?? c.code_postal ?? c.commune ?? c.lat;
   const codePostal = c.code_postal ?? (ditLieu === undefined ? (avant?.code_postal ?? null) : null);
   const insee =
@@ -554,22 +753,61 @@ async function suivante(
     : lat === null
       ? 'inconnue'
       : (c.precision_position ?? avant?.precision_position ?? 'approchee');
+  return {
+    commune: commune?.nom ?? c.commune ?? (ditLieu === undefined ? (avant?.commune ?? null) : null),
+    code_postal: codePostal ?? (commune?.codesPostaux.length === 1 ? commune.codesPostaux[0] : null),
+    insee,
+    departement: commune?.departement ?? null,
+    region: commune?.region ?? null,
+    lat: precision === 'inconnue' ? null : lat,
+    lon: precision === 'inconnue' ? null : lon,
+    precision_position: precision,
+  };
+}
+
+/** Who sells after a snapshot, before SIRENE is asked: a professional's identity, no one else's. */
+function vendeurApres(
+  avant: Pick<Ligne, 'type_vendeur' | 'annonceur'> | null,
+  r: Releve,
+): { typeVendeur: TypeVendeur; annonceur: Annonceur | null } {
+  const typeVendeur: TypeVendeur = r.typeVendeur ?? avant?.type_vendeur ?? 'inconnu';
+  return {
+    typeVendeur,
+    annonceur: typeVendeur === 'pro' ? annonceurApres(avant?.annonceur ?? null, r.annonceur) : null,
+  };
+}
+
+/** Where a seller is looked for in SIRENE: the postal code they give, else the listing's, else its commune's first. */
+const codePostalVendeur = (r: Releve, lieu: Lieu): string | null =>
+  r.annonceur?.code_postal ??
+  lieu.code_postal ??
+  (lieu.insee ? communeByCode(lieu.insee)?.codesPostaux[0] : null) ??
+  null;
+
+/** The listing after a snapshot (its events aside). */
+async function suivante(
+  lot: Lot,
+  avant: Ligne | null,
+  r: Releve,
+  type: TypeBien,
+  compteurs: Compteurs,
+): Promise<Ligne> {
+  const c = r.champs;
+  const simples = Object.fromEntries(SIMPLES.map((k) => [k, c[k] ?? avant?.[k] ?? null])) as Pick<
+    Ligne,
+    (typeof SIMPLES)[number]
+  >;
+  const lieu = lieuApres(avant, c);
 
   // Who sells.
-  const typeVendeur: TypeVendeur = r.typeVendeur ?? avant?.type_vendeur ?? 'inconnu';
-  let annonceur: Annonceur | null = null;
-  if (typeVendeur === 'pro') {
-    annonceur = annonceurApres(avant?.annonceur ?? null, r.annonceur);
-    if (!annonceur.siren && (annonceur.nom || annonceur.enseigne)) {
-      const cp = r.annonceur?.code_postal ?? codePostal ?? commune?.codesPostaux[0] ?? null;
-      const cle = `${annonceur.nom}|${annonceur.enseigne}|${cp}`;
-      if (!sirens.has(cle))
-        sirens.set(cle, await sirenDeSirene(client, dataset, [annonceur.nom, annonceur.enseigne], cp));
-      const trouve = sirens.get(cle)!;
-      if (trouve) {
-        annonceur = { ...annonceur, siren: trouve, siren_origine: 'sirene' };
-        compteurs.sirenes++;
-      }
+  const { typeVendeur, annonceur: annonceurDit } = vendeurApres(avant, r);
+  let annonceur = annonceurDit;
+  const recherche = annonceur && rechercheSirene(annonceur, codePostalVendeur(r, lieu));
+  if (annonceur && recherche) {
+    const [trouve] = await lot.lectures.sirenes.lire(lot.client, [recherche]);
+    if (trouve) {
+      annonceur = { ...annonceur, siren: trouve, siren_origine: 'sirene' };
+      compteurs.sirenes++;
     }
   }
 
@@ -584,14 +822,7 @@ async function suivante(
     statut: r.statut,
     type,
     ...simples,
-    commune: commune?.nom ?? c.commune ?? (ditLieu === undefined ? (avant?.commune ?? null) : null),
-    code_postal: codePostal ?? (commune?.codesPostaux.length === 1 ? commune.codesPostaux[0] : null),
-    insee,
-    departement: commune?.departement ?? null,
-    region: commune?.region ?? null,
-    lat: precision === 'inconnue' ? null : lat,
-    lon: precision === 'inconnue' ? null : lon,
-    precision_position: precision,
+    ...lieu,
     cle_ban: null,
     dpe: { ...DPE_VIDE, ...avant?.dpe, ...c.dpe },
     equipements: { ...avant?.equipements, ...c.equipements },
@@ -615,13 +846,11 @@ async function suivante(
     brut: typeVendeur === 'pro' ? r.brut : null,
     bien_uid: avant?.bien_uid ?? '',
   };
-  // Read again at every snapshot: a user may have validated the listing's address since the last one.
-  l.cle_ban = await rattacherBan(db, client, dataset, {
-    id: l.id,
-    idPortail: `${l.portail}:${l.identifiant}`,
-    lat: l.lat,
-    lon: l.lon,
-    precision: l.precision_position,
+  // Read again at every batch: a user may have validated the listing's address since the last one.
+  const validee = derniereValidee(await lot.lectures.validees.lire(lot.client, idsValidation(lot, l.id, r)));
+  l.cle_ban = await rattacherBan(lot.db, lot.dataset, pistesBan(l, validee), async (point) => {
+    const [cle] = await lot.lectures.numeros.lire(lot.client, [point]);
+    return cle;
   });
   return l;
 }
@@ -656,6 +885,7 @@ export async function importAnnonces(
     illisibles: new Map(),
     touchees: new Set(),
   };
+  const sirenes = sirenesDe(dataset);
   // Line numbers run on across files, so that a rejection points at one line; its reason names the file.
   let numero = 0;
   for (const fichier of fichiers) {
@@ -665,7 +895,15 @@ export async function importAnnonces(
       if (lot.length === 0) return;
       const plein = lot;
       lot = [];
-      await appliquerLot(db, dataset, plein, (ligne, motif) => rejeter(ligne, `${nom} : ${motif}`), report, compteurs);
+      await appliquerLot(
+        db,
+        dataset,
+        plein,
+        sirenes,
+        (ligne, motif) => rejeter(ligne, `${nom} : ${motif}`),
+        report,
+        compteurs,
+      );
       options.onProgress?.({ lus: report.lus, gardes: report.gardes });
     };
     for await (const texte of lignesDe(fichier)) {

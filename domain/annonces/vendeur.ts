@@ -69,28 +69,50 @@ export function annonceurApres(avant: Annonceur | null, lu: AnnonceurLu | null):
   };
 }
 
+/** A professional seller to find in SIRENE: their name and brand, at a postal code. */
+export interface RechercheSirene {
+  noms: Array<string | null>;
+  codePostal: string | null;
+}
+
+/** The look-up a professional seller needs: none when their SIREN is known or nothing names them. */
+export function rechercheSirene(annonceur: Annonceur, codePostal: string | null): RechercheSirene | null {
+  if (annonceur.siren || !(annonceur.nom || annonceur.enseigne)) return null;
+  return { noms: [annonceur.nom, annonceur.enseigne], codePostal };
+}
+
 /**
- * The SIREN of a professional seller from SIRENE: active legal units (no natural person) whose name or an
+ * The SIREN of each professional seller from SIRENE: active legal units (no natural person) whose name or an
  * establishment's sign is the seller's name or brand (folded), with an active establishment at the postal code. Null
- * unless exactly one unit fits.
+ * unless exactly one unit fits. One statement for them all: the importer asks for a whole batch's at once.
  */
-export async function sirenDeSirene(
+export async function sirensDeSirene(
   db: Queryable,
   dataset: Dataset,
-  noms: Array<string | null>,
-  codePostal: string | null,
-): Promise<string | null> {
-  const plies = [...new Set(noms.filter((n): n is string => !!n).map((n) => n.trim()))];
-  if (plies.length === 0 || !codePostal) return null;
-  const { rows } = await db.query<{ siren: string }>(
-    `SELECT DISTINCT u.siren
-       FROM etablissements e
-       JOIN unites_legales u ON u.dataset = e.dataset AND u.siren = e.siren
-      WHERE e.dataset = $1 AND e.code_postal = $2 AND e.etat = 'A' AND u.etat = 'A' AND NOT u.personne_physique
-        AND (svc_plier(u.denomination) = ANY(SELECT svc_plier(x) FROM unnest($3::text[]) x)
-             OR svc_plier(e.enseigne) = ANY(SELECT svc_plier(x) FROM unnest($3::text[]) x))
-      LIMIT 2`,
-    [dataset, codePostal, plies],
+  recherches: RechercheSirene[],
+): Promise<Array<string | null>> {
+  const out = recherches.map((): string | null => null);
+  const lues = recherches.flatMap(({ noms, codePostal }, i) => {
+    const plies = [...new Set(noms.filter((n): n is string => !!n).map((n) => n.trim()))];
+    return plies.length > 0 && codePostal ? [{ i, noms: plies, code_postal: codePostal }] : [];
+  });
+  if (lues.length === 0) return out;
+  const { rows } = await db.query<{ i: number; siren: string }>(
+    `SELECT k.i, s.siren
+       FROM jsonb_to_recordset($2::jsonb) AS k(i int, noms text[], code_postal text)
+      CROSS JOIN LATERAL (
+            SELECT min(d.siren) AS siren
+              FROM (SELECT DISTINCT u.siren
+                      FROM etablissements e
+                      JOIN unites_legales u ON u.dataset = e.dataset AND u.siren = e.siren
+                     WHERE e.dataset = $1 AND e.code_postal = k.code_postal AND e.etat = 'A' AND u.etat = 'A'
+                       AND NOT u.personne_physique
+                       AND (svc_plier(u.denomination) = ANY(SELECT svc_plier(x) FROM unnest(k.noms) x)
+                            OR svc_plier(e.enseigne) = ANY(SELECT svc_plier(x) FROM unnest(k.noms) x))
+                     LIMIT 2) d
+            HAVING count(*) = 1) s`,
+    [dataset, JSON.stringify(lues)],
   );
-  return rows.length === 1 ? rows[0].siren : null;
+  for (const { i, siren } of rows) out[i] = siren;
+  return out;
 }
