@@ -19,6 +19,7 @@ const ALL = [
   'estimation',
   'annonces',
   'diffusion',
+  'urbanisme',
 ];
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
 let failed = 0;

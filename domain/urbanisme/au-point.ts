@@ -4,7 +4,7 @@ import { lienWeb, SECTEURS_CC } from './documents.ts';
 import { cleLecture, etatsLecture, type LectureZone } from './lectures.ts';
 import { pres } from './proximite.ts';
 import { situationUrbanisme, statutAuPoint, type StatutPoint } from './statut-communes.ts';
-import { AUTRES_ZONES_RAYON_M, dateOfIdurba, documentEnVigueur, zonesNear } from './zonage.ts';
+import { AUTRES_ZONES_RAYON_M, dateOfIdurba, documentEnVigueurDe, zonesNear } from './zonage.ts';
 
 /**
  * Urbanism at a point: the zones (or communal-map sectors) of the documents in force that cover it, the prescriptions
@@ -156,13 +156,11 @@ export async function urbanismeAuPoint(
     pres<SecteurRow>(db, dataset, point, LIMITE_ZONE_M, {
       colonnes: `t.id, t.idurba, t.libelle, t.typesect, t.fichier_url, t.insee, t.aire_m2, t.geometrie,
                  to_char(coalesce(t.datappro, d.datappro), 'YYYY-MM-DD') AS approuve_le`,
-      depuis: 'secteurs_cc t JOIN documents_urbanisme d ON d.dataset = t.dataset AND d.idurba = t.idurba',
-      conditions: documentEnVigueur('d'),
+      depuis: `secteurs_cc t ${documentEnVigueurDe('t')}`,
     }),
     pres<SurchargeRow>(db, dataset, point, RAYON_SURCHARGES_M, {
       colonnes: `t.nature, t.idurba, t.libelle, t.type, t.sous_type, t.forme, t.fichier_url, t.geometrie`,
-      depuis: 'surcharges_urbanisme t JOIN documents_urbanisme d ON d.dataset = t.dataset AND d.idurba = t.idurba',
-      conditions: documentEnVigueur('d'),
+      depuis: `surcharges_urbanisme t ${documentEnVigueurDe('t')}`,
     }),
     pres<AssietteRow>(db, dataset, point, RAYON_SERVITUDES_M, {
       colonnes: `t.lot, t.idsup, coalesce(s.categorie, t.categorie) AS categorie, t.geometrie,

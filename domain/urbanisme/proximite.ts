@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from '../../db/client.ts';
 import { boxAround, distanceToGeometryM, type Geometry } from '../../lib/geometrie.ts';
 import type { Dataset } from '../platform/sandbox.ts';
@@ -8,9 +9,20 @@ export interface Couche {
   colonnes: string;
   /** The layer table as `t`, and its joins. */
   depuis: string;
-  /** More conditions; their parameters, in `params`, are numbered from $6. */
+  /** More conditions; their parameters, in `params`, are numbered from $5. */
   conditions?: string;
   params?: unknown[];
+}
+
+/** The name each distinct statement is prepared under, by its text: the same text, the same name on every connection. */
+const noms = new Map<string, string>();
+function nomDe(text: string): string {
+  let nom = noms.get(text);
+  if (!nom) {
+    nom = `pres_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    noms.set(text, nom);
+  }
+  return nom;
 }
 
 /**
@@ -26,15 +38,23 @@ export async function pres<R extends { geometrie: unknown }>(
   couche: Couche,
 ): Promise<Array<R & { distance_m: number }>> {
   if (!Number.isFinite(lat) || !Number.isFinite(lon)) throw new TypeError('lat et lon doivent être des nombres');
+  if (dataset !== 'live' && dataset !== 'sandbox') throw new TypeError(`jeu de données inconnu : ${String(dataset)}`);
   // A margin of 10 % on the box: the equirectangular metres are approximate, the exact filter below decides.
   const box = boxAround(lat, lon, rayonM * 1.1);
-  const { rows } = await db.query<R>(
-    `SELECT ${couche.colonnes} FROM ${couche.depuis}
-      WHERE t.dataset = $1
-        AND box(point(t.bbox_xmin, t.bbox_ymin), point(t.bbox_xmax, t.bbox_ymax)) && box(point($2, $3), point($4, $5))
-        ${couche.conditions ? `AND ${couche.conditions}` : ''}`,
-    [dataset, box.xmin, box.ymin, box.xmax, box.ymax, ...(couche.params ?? [])],
-  );
+  // Prepared (named), one statement per layer and dataset: planning the join with the documents and the rule in force
+  // cost about 1 ms a statement, more than running it (bench/RESULTS.md, "Urbanism point lookup"). The dataset is
+  // written in the text, not passed: the plan kept for every call must know it, or a layer's index on (dataset, ...)
+  // looks selective and is read whole beside the box's (a BitmapAnd over every row of the dataset). The box's
+  // selectivity is a constant whatever its corners, so the plan kept is the one each call would get.
+  const text = `SELECT ${couche.colonnes} FROM ${couche.depuis}
+      WHERE t.dataset = '${dataset}'
+        AND box(point(t.bbox_xmin, t.bbox_ymin), point(t.bbox_xmax, t.bbox_ymax)) && box(point($1, $2), point($3, $4))
+        ${couche.conditions ? `AND ${couche.conditions}` : ''}`;
+  const { rows } = await db.query<R>({
+    name: nomDe(text),
+    text,
+    values: [box.xmin, box.ymin, box.xmax, box.ymax, ...(couche.params ?? [])],
+  });
   const proches: Array<R & { distance_m: number }> = [];
   for (const row of rows) {
     const distance = distanceToGeometryM(row.geometrie as Geometry, lon, lat);

@@ -97,6 +97,21 @@ export function documentEnVigueur(d: string): string {
          AND (n.etat IS NULL OR n.etat NOT IN ${ETATS_HORS_VIGUEUR}))`;
 }
 
+/**
+ * SQL: the join of a feature `t` of a planning layer (a table with `dataset` and `idurba`) to its document `d`, the
+ * feature kept only when its document is in force (`documentEnVigueur`). Row by row, by the document's key: (dataset,
+ * idurba) is the key of documents_urbanisme, so the LIMIT drops nothing; it keeps the planner from flattening the
+ * join into a hash of every document in force, which it prefers because it estimates the features of a box at a
+ * constant 0.5 % of the layer when there are a handful (measured on 1 000 000 features: bench/RESULTS.md, "Urbanism
+ * point lookup").
+ */
+export function documentEnVigueurDe(t: string): string {
+  return `JOIN LATERAL (
+      SELECT d.* FROM documents_urbanisme d
+       WHERE d.dataset = ${t}.dataset AND d.idurba = ${t}.idurba AND ${documentEnVigueur('d')}
+       LIMIT 1) d ON true`;
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 // Queries.
 // ---------------------------------------------------------------------------------------------------------------------
@@ -147,8 +162,7 @@ export async function zonesNear(
   const rows = await pres<ZoneRow>(db, dataset, { lat, lon }, rayonM, {
     colonnes: `t.id, t.idurba, t.libelle, t.libelong, t.typezone, t.reglement_url, t.reglement_page, t.insee, t.siren,
                t.aire_m2, t.geometrie, to_char(coalesce(t.datappro, d.datappro), 'YYYY-MM-DD') AS approuve_le, d.typedoc`,
-    depuis: 'zones_urbanisme t JOIN documents_urbanisme d ON d.dataset = t.dataset AND d.idurba = t.idurba',
-    conditions: documentEnVigueur('d'),
+    depuis: `zones_urbanisme t ${documentEnVigueurDe('t')}`,
   });
   const near: ZoneProche[] = rows.map((row) => ({
     id: Number(row.id),
