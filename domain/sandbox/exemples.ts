@@ -176,6 +176,13 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   // The demonstration's novelties from the start; those of one commune, two genres, a page of five.
   flux_adresses: [{}, { genres: ['dpe', 'vente'], insee: ['33234'], limite: 5 }],
   permis_adresse: [{ cle_ban: '33001_z015_00002' }],
+  // Urbanism: an address of Latresne inside its PLU; a point, and the same address as text; the commune's documents.
+  urbanisme_adresse: [{ cle_ban: '33234_z008_00018_ter' }],
+  urbanisme_adresse_point: [
+    { lat: 44.782339, lon: -0.498405 },
+    { q: '11 rue des Pins Latresne', code_postal: '33360' },
+  ],
+  documents_urbanisme: [{ insee: '33234' }],
   permis_adresse_parcelle: [{ id_parcelle: '33001000AD0397' }],
   societes_civiles: [{ cle_ban: '33001_z003_00012' }],
   question_hub: [{ question: 'Que valent les maisons à Latresne ?', contexte: { insee: '33234' } }],
