@@ -377,29 +377,38 @@ export function nomDeVoie(h: Hasard, lieux: readonly string[]): string {
 }
 
 /**
- * The streets of a commune: `n` distinct names, type and name, a few lieux-dits without type, and names given to two
- * streets of different types.
+ * The streets of a commune: `n` distinct names, type and name, a few lieux-dits without type, and, as in real communes,
+ * a name given to two streets of different types (Rue and Place de la Gare) for about one street in ten; otherwise a
+ * name once per commune (the real BAN of Paris: 14 % of an arrondissement's streets share their name with another of
+ * it). The same names come back from one commune to the next, as `de l'Église` does in thousands of them.
  */
 export function voiesDeCommune(h: Hasard, n: number, lieux: readonly string[]): string[] {
-  const vues = new Set<string>();
+  const noms = new Set<string>();
   const out: string[] = [];
   let essais = 0;
   while (out.length < n && essais++ < n * 20) {
-    let nom: string;
-    if (h.next() < 0.08) nom = lieuDit(h, lieux);
-    else if (h.next() < 0.004) nom = 'Grande Rue';
-    else nom = `${tirer(h, TYPES)} ${nomDeVoie(h, lieux)}`;
-    if (vues.has(nom)) continue;
-    vues.add(nom);
-    out.push(nom);
+    if (h.next() < 0.08) {
+      const ld = lieuDit(h, lieux);
+      if (noms.has(ld)) continue;
+      noms.add(ld);
+      out.push(ld);
+      continue;
+    }
+    if (h.next() < 0.004) {
+      if (noms.has('Grande Rue')) continue;
+      noms.add('Grande Rue');
+      out.push('Grande Rue');
+      continue;
+    }
+    const type = tirer(h, TYPES);
+    const nom = nomDeVoie(h, lieux);
+    if (noms.has(nom)) continue;
+    noms.add(nom);
+    out.push(`${type} ${nom}`);
     // Rue and Place de la Gare; Rue and Boulevard Saint-Martin.
-    const type = TYPES.find(([t]) => nom.startsWith(`${t} `))?.[0];
-    if (type && out.length < n && h.next() < 0.1) {
-      const autre = `${tirer(h, TYPES)}${nom.slice(type.length)}`;
-      if (!vues.has(autre)) {
-        vues.add(autre);
-        out.push(autre);
-      }
+    if (out.length < n && h.next() < 0.1) {
+      const autre = tirer(h, TYPES);
+      if (autre !== type) out.push(`${autre} ${nom}`);
     }
   }
   return out;

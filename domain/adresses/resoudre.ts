@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Db, Queryable } from '../../db/client.ts';
+import type { Queryable } from '../../db/client.ts';
 import { defineOperation } from '../catalogue.ts';
 import { absenceSource } from '../couverture.ts';
 import { nombre } from '../entrees.ts';
@@ -21,11 +21,9 @@ import { departementOf } from '../communes.ts';
 
 type TypeAdresse = 'numero' | 'voie' | 'lieu_dit' | 'commune';
 
-// Streets and places read before ranking: enough for the right one to be among them when many names look alike to
-// trigrams (`rue de la liberte` is in every other commune).
-const LIEUX_LUS = 40;
-// Streets and places read, unsorted, when the whole base is searched by the words of the name.
-const LIEUX_LUS_MOTS = 200;
+// Streets and places read before ranking are counted in svc_adresses_lieux (db/migrations/035): 40 by trigrams, enough
+// for the right one to be among them when many names look alike to trigrams (`rue de la liberte` is in every other
+// commune); 200, unsorted, when the whole base is searched by the words of the name.
 // pg_trgm word similarity the query's name must reach against a street's or place's indexed text: in the communes the
 // query names, and everywhere.
 const SEUIL_LIE = 0.3;
@@ -313,63 +311,21 @@ interface Recherche {
   texte: string;
   type: string | null;
   numero: number | null;
+  /** pg_trgm word similarity the trigrams must reach: SEUIL_LIE in the communes a query names, else SEUIL_TRIGRAMMES. */
+  seuil: number;
 }
 
 /**
- * Streets and places by trigrams of their indexed text (type, name, other forms, commune), in the communes searched
- * when some are, then the asked number on them, and the communes searched themselves. One statement.
+ * Streets and places by trigrams of their indexed text (type, name, other forms), in the communes searched when some
+ * are, then the asked number on them, and the communes searched themselves: one call of svc_adresses_lieux
+ * (db/migrations/035_adresses_recherche_rapide.sql), one round trip. The function sets the trigram threshold and
+ * generic plans for its own statements, planned once per connection.
  */
-async function lire(client: Queryable, dataset: Dataset, r: Recherche): Promise<LigneLue[]> {
-  const params: unknown[] = [dataset, r.texte, r.type, r.numero];
-  const liees = r.communes ? params.push(r.communes) : 0;
-  // As adresses_recherche keys them (db/migrations/017_adresses_normalisees.sql).
-  const cles = liees ? params.push(r.communes!.map((insee) => `${dataset}:${insee}`)) : 0;
-  const communes = liees ? `AND (a.dataset || ':' || a.insee) = ANY ($${cles}::text[])` : '';
-  const correspond = {
-    trigrammes: '$2 <% a.recherche',
-    mots: `to_tsvector('simple', a.recherche) @@ plainto_tsquery('simple', $2)`,
-    type: 'a.type_voie = $3',
-  }[r.mode];
-  // Among equals, the asked type, then the shorter label: fewer words the query did not ask for. Streets found by
-  // their words are not sorted: the first LIEUX_LUS_MOTS the index gives are ranked here (sorting every `Rue de la
-  // Gare` of France would read them all).
-  const ordre =
-    r.mode === 'mots'
-      ? `LIMIT ${LIEUX_LUS_MOTS}`
-      : `ORDER BY word_similarity($2, a.recherche) DESC, a.type_voie IS NOT DISTINCT FROM $3 DESC, length(a.libelle),
-                 a.cle_ban
-        LIMIT ${LIEUX_LUS}`;
-  // Prepared, one statement per form (rechercher() says how they are planned).
-  const { rows } = await client.query<LigneLue>({
-    name: `resoudre_adresse_${liees ? 'communes' : 'partout'}_${r.mode}`,
-    // The parameters' types, whichever of them the form reads.
-    text: `WITH demande AS (SELECT $2::text AS texte, $3::text AS type_voie, $4::int AS numero),
-     lieux AS (
-       SELECT ${COLONNES}, a.type_voie, a.nom_norm, a.noms_alt
-         FROM adresses a
-        WHERE a.dataset = $1 AND a.type IN ('voie', 'lieu_dit') ${communes} AND ${correspond}
-        ${ordre}),
-     numeros AS (
-       SELECT l.cle_ban AS lieu, ${COLONNES}, l.type_voie, l.nom_norm, l.noms_alt
-         FROM lieux l
-         JOIN adresses a ON a.dataset = $1 AND a.insee = l.insee AND a.code_voie = l.code_voie AND a.numero = $4
-        WHERE l.type = 'voie' AND a.type = 'numero' AND starts_with(a.cle_ban, l.cle_ban || '_')
-       UNION ALL
-       SELECT l.cle_ban AS lieu, ${COLONNES}, l.type_voie, l.nom_norm, l.noms_alt
-         FROM lieux l
-         JOIN adresses a ON a.dataset = $1 AND a.insee = l.insee AND a.lieu_dit = l.lieu_dit AND a.numero = $4
-        WHERE l.type = 'lieu_dit' AND a.type = 'numero')
-     SELECT 'lieu' AS origine, NULL AS lieu, * FROM lieux
-     UNION ALL
-     SELECT DISTINCT ON (cle_ban) 'numero' AS origine, * FROM numeros
-     ${
-       liees
-         ? `UNION ALL
-     SELECT 'commune', NULL, ${COLONNES}, NULL, NULL, NULL FROM adresses a
-      WHERE a.dataset = $1 AND a.type = 'commune' AND a.cle_ban = ANY ($${liees}::text[])`
-         : ''
-     }`,
-    values: params,
+async function lire(db: Queryable, dataset: Dataset, r: Recherche): Promise<LigneLue[]> {
+  const { rows } = await db.query<LigneLue>({
+    name: 'resoudre_adresse_lieux',
+    text: 'SELECT * FROM svc_adresses_lieux($1, $2, $3, $4, $5, $6, $7)',
+    values: [dataset, r.texte, r.type, r.numero, r.communes, r.mode, r.seuil],
   });
   return rows;
 }
@@ -456,11 +412,41 @@ function communesLiees(requete: Requete, filtre: string[] | null): string[] | nu
 }
 
 /**
+ * The streets, places and communes of the communes a search is bound to, scored; then, when none there reaches
+ * SCORE_LIE, those of everywhere (within `code_postal` only): the streets and places that have every word of the name,
+ * written as asked, or when none, those the trigrams of the name find (misspelt, or followed by a commune not
+ * recognised). One round trip a reading: a search bound to its communes usually stops after the first.
+ */
+async function trouver(
+  db: Queryable,
+  dataset: Dataset,
+  requete: Requete,
+  liees: string[] | null,
+  filtre: string[] | null,
+  nom: string,
+): Promise<Classe[]> {
+  const { numero, type } = requete;
+  let found: Classe[] = [];
+  if (liees) {
+    const mode = nom ? 'trigrammes' : 'type';
+    const rows = await lire(db, dataset, { communes: liees, mode, texte: nom, type, numero, seuil: SEUIL_LIE });
+    found = classer(requete, rows);
+    if (found.some((f) => f.score >= SCORE_LIE)) return found;
+  }
+  if (!nom) return found;
+  const partout = { communes: filtre, texte: nom, type, numero, seuil: SEUIL_TRIGRAMMES };
+  let ailleurs = classer(requete, await lire(db, dataset, { ...partout, mode: 'mots' }));
+  if (ailleurs.length === 0) ailleurs = classer(requete, await lire(db, dataset, { ...partout, mode: 'trigrammes' }));
+  const deja = new Set(found.map((f) => f.ligne.cle_ban));
+  return [...found, ...ailleurs.filter((f) => !deja.has(f.ligne.cle_ban))];
+}
+
+/**
  * Text search: bound to the communes of the codes and of the commune named (or of `code_postal`), the streets,
  * places and communes there, then, when nothing there reaches SCORE_LIE, everywhere (within `code_postal` only).
  */
 export async function rechercher(
-  db: Db,
+  db: Queryable,
   dataset: Dataset,
   q: string,
   codePostal: string | null,
@@ -473,51 +459,7 @@ export async function rechercher(
   const distinctifs = requete.mots.filter((m) => !MOTS_OUTILS.has(m));
   const nom = (distinctifs.length > 0 ? distinctifs : requete.mots).join(' ');
   if (!nom && !requete.type && !liees) return [];
-  const numero = requete.numero;
-  const type = requete.type;
-  const client = await db.connect();
-  let scored: Classe[];
-  try {
-    // The trigram operator reads its threshold from a setting: set for this transaction only, in the round trip that
-    // opens it. Generic plans: the statements of lire() are planned once per connection, their parameters unknown,
-    // and read a bound search's streets through the communes' keys of adresses_recherche. A plan made for each
-    // query's values took, now and then, a trigram's matches in the whole base instead (pg_trgm's estimate of a
-    // name's matches can be off by hundreds): a cost that grew with the base, and a millisecond of planning each time.
-    await client.query(
-      `BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan;
-       SET LOCAL pg_trgm.word_similarity_threshold = ${liees ? SEUIL_LIE : SEUIL_TRIGRAMMES}`,
-    );
-    scored = await (async () => {
-      let found: Classe[] = [];
-      if (liees) {
-        const mode = nom ? 'trigrammes' : 'type';
-        found = classer(requete, await lire(client, dataset, { communes: liees, mode, texte: nom, type, numero }));
-        if (found.some((f) => f.score >= SCORE_LIE)) return found;
-      }
-      // Everywhere (within code_postal): the streets and places that have every word of the name, written as asked;
-      // when none, by trigrams of the name (misspelt, or followed by a commune not recognised).
-      if (!nom) return found;
-      let ailleurs = classer(
-        requete,
-        await lire(client, dataset, { communes: filtre, mode: 'mots', texte: nom, type, numero }),
-      );
-      if (ailleurs.length === 0) {
-        if (liees) await client.query(`SET LOCAL pg_trgm.word_similarity_threshold = ${SEUIL_TRIGRAMMES}`);
-        ailleurs = classer(
-          requete,
-          await lire(client, dataset, { communes: filtre, mode: 'trigrammes', texte: nom, type, numero }),
-        );
-      }
-      const deja = new Set(found.map((f) => f.ligne.cle_ban));
-      return [...found, ...ailleurs.filter((f) => !deja.has(f.ligne.cle_ban))];
-    })();
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  const scored = await trouver(db, dataset, requete, liees, filtre, nom);
   scored.sort(
     (a, b) =>
       b.score - a.score ||
