@@ -553,7 +553,7 @@ async function ecrire(reels: Reel[], paliers: Palier[], generees: { dvf: Etapes;
   ];
   const tablePaliers = [
     `| numbers in the base | streets | import of the generated lines: lines/s (load) | generated, typed (lower case, no accent, one typo) | generated, as DVF writes it | generated, both: p50 / p95 (load) | ${colonnesReelles.map((c) => `real, ${c}: p50 / p95 (load)`).join(' | ')} | real / generated as DVF writes it, p50 and p95 (/ both forms) | reverse, generated (load) | without commune nor code (${QUERIES / 5}) |`,
-    `| ${Array(8 + colonnesReelles.length)
+    `| ${Array(9 + colonnesReelles.length)
       .fill('---')
       .join(' | ')} |`,
     ...paliers.map((p) => {
