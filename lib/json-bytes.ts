@@ -18,6 +18,10 @@ interface Part {
   bytes: Buffer;
   digest: Buffer;
 }
+/** JSON text made elsewhere (rawJson), spliced into the answer as if serialised in place. */
+interface RawPart {
+  text: string;
+}
 const partOf = (json: string): Part => {
   const bytes = Buffer.from(json);
   return { bytes, digest: createHash('sha256').update(bytes).digest() };
@@ -28,7 +32,7 @@ const objectParts = new WeakMap<object, Part>();
 const textParts = new Map<string, Part>();
 // The constant parts met by the serialisation under way (null outside jsonBytes: a constant then serialises as the
 // plain value it is, wherever else it goes: the Hub's prompts, MCP, logs).
-let met: Part[] | null = null;
+let met: Array<Part | RawPart> | null = null;
 // A constant stands in the JSON text as a string no answer can otherwise hold: a NUL and this process's own nonce.
 const MARK = `\u0000${randomBytes(8).toString('hex')}:`;
 const MARKED = new RegExp(`"\\\\u0000${MARK.slice(1)}(\\d+)"`, 'g');
@@ -59,6 +63,33 @@ export function constantText(text: string): string {
   return text;
 }
 
+/**
+ * A value already written as JSON text elsewhere (PostgreSQL writes a feed page's thousand listings as JSON: parsing
+ * them into objects only to serialise them again cost the api most of a page), standing in an answer for the value
+ * that text holds: `jsonBytes` copies the text in as if it had serialised the value there (the answer's digest is
+ * that of its text, as for any other part of the answer); anything else that reads it (JSON.stringify elsewhere, the
+ * Hub, MCP, a property read) meets the value itself, parsed once on first use. `text` must be one JSON value.
+ */
+export function rawJson<T extends object>(text: string): T {
+  let value: object | undefined;
+  const parsed = () => (value ??= JSON.parse(text) as object);
+  const toJSON = () => {
+    if (!met) return parsed();
+    met.push({ text });
+    return MARK + (met.length - 1);
+  };
+  return new Proxy({} as T, {
+    get: (_, key) => (key === 'toJSON' ? toJSON : Reflect.get(parsed(), key)),
+    has: (_, key) => Reflect.has(parsed(), key),
+    ownKeys: () => Reflect.ownKeys(parsed()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const d = Reflect.getOwnPropertyDescriptor(parsed(), key);
+      return d && { ...d, configurable: true };
+    },
+    getPrototypeOf: () => Reflect.getPrototypeOf(parsed()),
+  });
+}
+
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
@@ -72,7 +103,7 @@ function deepFreeze<T>(value: T): T {
  * has none). Constants sit there in most answers: JSON.stringify then meets no toJSON for them, and a constant text
  * (which has no toJSON) is found only there. A deeper constant object still marks itself through its toJSON.
  */
-function marked(value: unknown, parts: Part[]): unknown {
+function marked(value: unknown, parts: Array<Part | RawPart>): unknown {
   if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value;
   let copy: Record<string, unknown> | null = null;
   for (const key in value) {
@@ -115,7 +146,7 @@ export function jsonBytes(
   value: unknown,
   { room = 0, take = Buffer.allocUnsafeSlow, hash }: JsonBytesOptions = {},
 ): Buffer {
-  const parts: Part[] = [];
+  const parts: Array<Part | RawPart> = [];
   let text: string;
   met = parts;
   try {
@@ -126,24 +157,32 @@ export function jsonBytes(
   // The text between the marks encoded one piece after the other into the scratch, each constant's digest after its
   // piece (the digest input is then the scratch's first bytes), then every piece, encoded text and constant bytes,
   // copied once into the answer.
-  const needed = text.length * 3 + parts.length * (DIGEST_LENGTH + 1);
+  let rawLength = 0;
+  for (const part of parts) if ('text' in part) rawLength += part.text.length;
+  const needed = (text.length + rawLength) * 3 + parts.length * (DIGEST_LENGTH + 1);
   if (needed > scratch.length) scratch = Buffer.allocUnsafeSlow(needed);
   const pieces: Buffer[] = [];
   let from = 0;
   let at = 0;
-  const encode = (to: number) => {
-    const length = scratch.write(from === 0 && to === text.length ? text : text.slice(from, to), at);
+  const write = (piece: string) => {
+    const length = scratch.write(piece, at);
     pieces.push(scratch.subarray(at, at + length));
     at += length;
   };
+  const encode = (to: number) => write(from === 0 && to === text.length ? text : text.slice(from, to));
   if (parts.length > 0) {
     for (const m of text.matchAll(MARKED)) {
       encode(m.index);
       const part = parts[Number(m[1])]!;
+      from = m.index + m[0].length;
+      // Raw text is the answer's own text: encoded and hashed with the rest.
+      if ('text' in part) {
+        write(part.text);
+        continue;
+      }
       pieces.push(part.bytes);
       scratch[at] = 0xff;
       at += 1 + part.digest.copy(scratch, at + 1);
-      from = m.index + m[0].length;
     }
   }
   encode(text.length);

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
 import { PRIX_M2_PLAUSIBLE, SURFACE_LOGEMENT_PLAUSIBLE } from '../dvf/mutation.ts';
 import type { Dataset } from '../platform/sandbox.ts';
-import { drapeaux, QualiteSchema, type Drapeau, type Qualite } from '../qualite.ts';
+import { rawJson } from '../../lib/json-bytes.ts';
+import { DRAPEAUX, drapeaux, QualiteSchema, type Drapeau, type Qualite } from '../qualite.ts';
 import { calendrierDpe, chargesSuspectes, SOUS_SCORES, terrainSuspect, type Analyse } from './analyse.ts';
 import {
   CLASSES,
@@ -280,77 +281,92 @@ export const COLONNES_ANNONCE = `id, portail, identifiant, lien, statut, type, n
   retire_le, maj_le, releves, brut, bien_uid, principale, resultat_analyse AS analyse`;
 
 /**
- * A listing as the list format needs it (feeds, webhooks, watches' results): none of the sheet's texts, photos, raw
- * details or full analysis. A feed page is a thousand listings: reading and decoding whole rows cost it ten times
- * what these columns do.
+ * A listing as the feeds, webhooks and watches' results need it: what their filters read, whether it is served, and
+ * its list format already written as JSON by PostgreSQL (`liste`, see LISTE_SQL). A feed page is a thousand listings:
+ * reading their columns into objects and serialising the objects again cost the api most of the page.
  */
 export type LigneListe = Pick<
   LigneAnnonce,
-  | 'id'
-  | 'portail'
-  | 'identifiant'
-  | 'lien'
-  | 'statut'
-  | 'type'
-  | 'commune'
-  | 'code_postal'
-  | 'insee'
-  | 'departement'
-  | 'lat'
-  | 'lon'
-  | 'precision_position'
-  | 'cle_ban'
-  | 'prix'
-  | 'surface'
-  | 'pieces'
-  | 'premiere_parution'
-  | 'premiere_parution_estimee'
-  | 'type_vendeur'
-  | 'annonceur'
-  | 'vu_le'
-  | 'principale'
+  'id' | 'type' | 'prix' | 'surface' | 'statut' | 'principale' | 'cle_ban'
 > & {
-  dpe: Pick<Partial<Dpe>, 'etiquette'>;
-  analyse: Pick<Analyse, 'score' | 'rendement_brut_pct' | 'rendement_net_pct'> | null;
+  /** Of the analysis: what watches' criteria read. */
+  score: number | null;
+  rendement_brut_pct: number | null;
+  liste: string;
 };
-
-const COLONNES_LISTE = `id, portail, identifiant, lien, statut, type, commune, code_postal, insee, departement, lat, lon,
-  precision_position, cle_ban, prix, surface, pieces, to_char(premiere_parution, 'YYYY-MM-DD') AS premiere_parution,
-  premiere_parution_estimee, type_vendeur, annonceur, vu_le, principale,
-  jsonb_build_object('etiquette', dpe->'etiquette') AS dpe,
-  CASE WHEN resultat_analyse IS NOT NULL THEN jsonb_build_object('score', resultat_analyse->'score',
-    'rendement_brut_pct', resultat_analyse->'rendement_brut_pct', 'rendement_net_pct',
-    resultat_analyse->'rendement_net_pct') END AS analyse`;
 
 const RELEVE_ANCIEN_JOURS = 30;
 
-/** The flags of a listing: what calls for caution in it. */
-function drapeauxDe(l: LigneListe, maintenant: Date): Drapeau[] {
-  const flags: Drapeau[] = [];
-  if (!l.principale) flags.push('doublon_probable');
-  if (l.premiere_parution_estimee) flags.push('date_estimee');
-  const prixM2 = l.prix !== null && l.surface ? l.prix / l.surface : null;
-  if (prixM2 !== null && (prixM2 < PRIX_M2_PLAUSIBLE.min || prixM2 > PRIX_M2_PLAUSIBLE.max))
-    flags.push('prix_atypique');
-  if (
-    l.surface !== null &&
-    (l.surface < SURFACE_LOGEMENT_PLAUSIBLE.min || l.surface > SURFACE_LOGEMENT_PLAUSIBLE.max)
-  ) {
-    flags.push('surface_atypique');
-  }
-  if (!l.cle_ban && (l.precision_position === 'approchee' || l.precision_position === 'centre_commune')) {
-    flags.push('rattachement_incertain');
-  }
-  if (l.statut === 'actif' && maintenant.getTime() - l.vu_le.getTime() > RELEVE_ANCIEN_JOURS * 86_400_000) {
-    flags.push('donnee_ancienne');
-  }
-  return drapeaux(flags);
+/**
+ * The flags of a listing: what calls for caution in it, each rule said once, for the sheet (in JavaScript, on the
+ * row) and for the list format (in SQL, the same rule on the same columns; test/api/annonces.test.ts checks that the
+ * two agree on every listing of the sandbox).
+ */
+const REGLES_DRAPEAUX: Partial<Record<Drapeau, { js: (l: LigneAnnonce, maintenant: Date) => boolean; sql: string }>> = {
+  doublon_probable: { js: (l) => !l.principale, sql: 'NOT a.principale' },
+  date_estimee: { js: (l) => l.premiere_parution_estimee, sql: 'a.premiere_parution_estimee' },
+  prix_atypique: {
+    js: (l) => {
+      const prixM2 = l.prix !== null && l.surface ? l.prix / l.surface : null;
+      return prixM2 !== null && (prixM2 < PRIX_M2_PLAUSIBLE.min || prixM2 > PRIX_M2_PLAUSIBLE.max);
+    },
+    sql: `a.prix IS NOT NULL AND a.surface <> 0
+      AND (a.prix / a.surface < ${PRIX_M2_PLAUSIBLE.min} OR a.prix / a.surface > ${PRIX_M2_PLAUSIBLE.max})`,
+  },
+  surface_atypique: {
+    js: (l) =>
+      l.surface !== null && (l.surface < SURFACE_LOGEMENT_PLAUSIBLE.min || l.surface > SURFACE_LOGEMENT_PLAUSIBLE.max),
+    sql: `a.surface < ${SURFACE_LOGEMENT_PLAUSIBLE.min} OR a.surface > ${SURFACE_LOGEMENT_PLAUSIBLE.max}`,
+  },
+  rattachement_incertain: {
+    js: (l) => !l.cle_ban && (l.precision_position === 'approchee' || l.precision_position === 'centre_commune'),
+    sql: `coalesce(a.cle_ban, '') = '' AND a.precision_position IN ('approchee', 'centre_commune')`,
+  },
+  // `maintenant` is the statement's first parameter (LISTE_SQL). An interval of seconds: no day of 23 or 25 hours.
+  donnee_ancienne: {
+    js: (l, maintenant) =>
+      l.statut === 'actif' && maintenant.getTime() - l.vu_le.getTime() > RELEVE_ANCIEN_JOURS * 86_400_000,
+    sql: `a.statut = 'actif' AND a.vu_le < $1::timestamptz - make_interval(secs => ${RELEVE_ANCIEN_JOURS * 86_400})`,
+  },
+};
+
+/**
+ * The list format of a listing (AnnonceListeSchema, its fields in that order) as JSON text, written by PostgreSQL on
+ * the row `a` of `annonces`: `$1` the time of the reading (timestamptz), `$2` whether the caller has the scope
+ * lien_origine. row_to_json writes each column under its name, compact, in the order of the select list. Numbers are
+ * PostgreSQL's shortest exact form, as JavaScript writes them (only past 10^16 or under 10^-4, which no price,
+ * surface or position reaches, would it write an exponent where JavaScript does not).
+ */
+const LISTE_SQL = `(SELECT row_to_json(l)::text FROM (SELECT a.id,
+    CASE WHEN $2::boolean THEN a.portail || ':' || a.identifiant END AS id_portail,
+    CASE WHEN $2::boolean THEN a.lien END AS lien,
+    a.portail AS source, a.statut, a.type, a.commune, a.code_postal, a.insee, a.departement, a.lat, a.lon,
+    a.precision_position AS precision_coordonnees, a.prix, a.surface, a.pieces,
+    -- As Math.round does: half up, on the same double.
+    CASE WHEN a.prix IS NOT NULL AND a.surface <> 0 THEN floor(a.prix / a.surface + 0.5) END AS prix_m2,
+    a.dpe->'etiquette' AS dpe, a.analyse_score AS score, a.analyse_rendement_brut_pct AS rendement_brut,
+    a.analyse_rendement_net_pct AS rendement_net, NULL AS etat_visuel,
+    to_char(a.premiere_parution, 'YYYY-MM-DD') AS premiere_parution, a.type_vendeur,
+    (SELECT row_to_json(v) FROM (SELECT a.type_vendeur,
+       ${['nom', 'enseigne', 'siren'].map((k) => `CASE WHEN a.type_vendeur = 'pro' THEN a.annonceur->>'${k}' END AS ${k}`).join(', ')}) v)
+      AS annonceur,
+    array_remove(ARRAY[${DRAPEAUX.filter((d) => REGLES_DRAPEAUX[d])
+      .map((d) => `CASE WHEN ${REGLES_DRAPEAUX[d]!.sql} THEN '${d}' END`)
+      .join(', ')}]::text[], NULL) AS drapeaux) l)`;
+
+/** The flags of a listing's sheet (REGLES_DRAPEAUX). */
+function drapeauxDe(l: LigneAnnonce, maintenant: Date): Drapeau[] {
+  return drapeaux(
+    Object.entries(REGLES_DRAPEAUX)
+      .filter(([, regle]) => regle.js(l, maintenant))
+      .map(([d]) => d as Drapeau),
+  );
 }
 
 export const REGLE_DRAPEAUX = `\`doublon_probable\` : une autre annonce du même bien est celle que le flux sert ; \`date_estimee\` : première parution non donnée par le portail (le jour du premier relevé) ; \`prix_atypique\` : prix au m² hors ${PRIX_M2_PLAUSIBLE.min}-${PRIX_M2_PLAUSIBLE.max} € ; \`surface_atypique\` : surface hors ${SURFACE_LOGEMENT_PLAUSIBLE.min}-${SURFACE_LOGEMENT_PLAUSIBLE.max} m² ; \`rattachement_incertain\` : position approchée ou au centre de la commune, sans numéro BAN ; \`donnee_ancienne\` : annonce en ligne dont le dernier relevé a plus de ${RELEVE_ANCIEN_JOURS} jours.`;
 
-const prixM2 = (l: LigneListe) => (l.prix !== null && l.surface ? Math.round(l.prix / l.surface) : null);
-const idPortail = (l: LigneListe) => `${l.portail}:${l.identifiant}`;
+const prixM2 = (l: LigneAnnonce) => (l.prix !== null && l.surface ? Math.round(l.prix / l.surface) : null);
+const idPortail = (l: LigneAnnonce) => `${l.portail}:${l.identifiant}`;
 
 /** The seller as served: a professional as published, anyone else with no name and no contact. */
 function annonceurServi(l: Pick<LigneAnnonce, 'type_vendeur' | 'annonceur'>) {
@@ -454,69 +470,41 @@ export function fiche(l: LigneAnnonce, o: { lienOrigine: boolean; brut: boolean;
   };
 }
 
-/** A listing in the list format of the feed. */
-export function enListe(l: LigneListe, o: { lienOrigine: boolean; maintenant: Date }): AnnonceListe {
-  const a = annonceurServi(l);
-  return {
-    id: l.id,
-    id_portail: o.lienOrigine ? idPortail(l) : null,
-    lien: o.lienOrigine ? l.lien : null,
-    source: l.portail,
-    statut: l.statut,
-    type: l.type,
-    commune: l.commune,
-    code_postal: l.code_postal,
-    insee: l.insee,
-    departement: l.departement,
-    lat: l.lat,
-    lon: l.lon,
-    precision_coordonnees: l.precision_position,
-    prix: l.prix,
-    surface: l.surface,
-    pieces: l.pieces,
-    prix_m2: prixM2(l),
-    dpe: l.dpe.etiquette ?? null,
-    score: l.analyse?.score ?? null,
-    rendement_brut: l.analyse?.rendement_brut_pct ?? null,
-    rendement_net: l.analyse?.rendement_net_pct ?? null,
-    etat_visuel: null,
-    premiere_parution: l.premiere_parution,
-    type_vendeur: l.type_vendeur,
-    annonceur: { type_vendeur: a.type_vendeur, nom: a.nom, enseigne: a.enseigne, siren: a.siren },
-    drapeaux: drapeauxDe(l, o.maintenant),
-  };
+/** A listing in the list format of the feed, as PostgreSQL wrote it (LISTE_SQL). */
+export const enListe = (l: LigneListe): AnnonceListe => rawJson<AnnonceListe>(l.liste);
+
+/**
+ * An event of the listings' journal as the feed serves it (and the webhooks deliver it), as JSON text: the listing as
+ * it is now, in the list format PostgreSQL wrote, or null when it is not served (a duplicate of another listing of its
+ * property, or hidden). Text, not an object: a feed page is a thousand of them, copied into the answer as they are.
+ */
+export function evenementServi(ev: EvenementLu, l: LigneListe | undefined): string {
+  const { id, genre, le, annonce_id, avant, apres } = ev;
+  const evenement = JSON.stringify({ id: String(id), genre, le, annonce_id, avant, apres });
+  const annonce = l && l.principale && l.statut !== 'masque' ? l.liste : 'null';
+  return `${evenement.slice(0, -1)},"annonce":${annonce}}`;
 }
 
 /**
- * An event of the listings' journal as the feed serves it (and the webhooks deliver it): the listing as it is now, in
- * the list format, or null when it is not served (a duplicate of another listing of its property, or hidden).
+ * Listings by service identifier, in one read, each with its list format as read at `maintenant` by a caller with the
+ * scope lien_origine or not. Joined to the identifiers as a set: a thousand of them in `= ANY` cost the planner more
+ * than the read.
  */
-export function evenementServi(
-  ev: EvenementLu,
-  l: LigneListe | undefined,
-  o: { lienOrigine: boolean; maintenant: Date },
-) {
-  return {
-    id: String(ev.id),
-    genre: ev.genre,
-    le: ev.le,
-    annonce_id: ev.annonce_id,
-    avant: ev.avant,
-    apres: ev.apres,
-    annonce: l && l.principale && l.statut !== 'masque' ? enListe(l, o) : null,
-  };
-}
-
-/** Listings by service identifier, in one read, as the list format needs them. */
 export async function lireAnnoncesEnListe(
   db: Queryable,
   dataset: Dataset,
   ids: string[],
+  o: { lienOrigine: boolean; maintenant: Date },
 ): Promise<Map<string, LigneListe>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await db.query<LigneListe>(
-    `SELECT ${COLONNES_LISTE} FROM annonces WHERE dataset = $1 AND id = ANY($2::text[])`,
-    [dataset, [...new Set(ids)]],
-  );
+  const { rows } = await db.query<LigneListe>({
+    name: 'annonces_en_liste',
+    // The analysis's numbers from their own columns (db/migrations/038): the analysis is stored compressed.
+    text: `SELECT a.id, a.type, a.prix, a.surface, a.statut, a.principale, a.cle_ban, a.analyse_score AS score,
+              a.analyse_rendement_brut_pct AS rendement_brut_pct, ${LISTE_SQL} AS liste
+       FROM annonces a
+      WHERE a.dataset = $3 AND a.id IN (SELECT unnest($4::text[]))`,
+    values: [o.maintenant, o.lienOrigine, dataset, [...new Set(ids)]],
+  });
   return new Map(rows.map((r) => [r.id, r]));
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/client.ts';
+import { rawJson } from '../../lib/json-bytes.ts';
 import { defineOperation } from '../catalogue.ts';
 import { nombre } from '../entrees.ts';
 import { ApiError, invalidField } from '../errors.ts';
@@ -354,8 +355,9 @@ export const fluxAnnonces = defineOperation({
   timeoutS: 6,
   input: FluxInput,
   output: FluxOutput,
-  units: (o: FluxSortie) => o.evenements.length,
-  dataDate: (o: FluxSortie) => o.evenements.at(-1)?.le ?? null,
+  // From `qualite`, not from `evenements`: the events are JSON text until the answer is written (rawJson).
+  units: (o: FluxSortie) => o.qualite.n ?? 0,
+  dataDate: (o: FluxSortie) => o.qualite.donnees_du,
   handler: servedFromDataset(async (e, ctx, dataset): Promise<FluxSortie> => {
     const db = ctx.services.db;
     const filtres: FiltresEvenements = {
@@ -387,14 +389,14 @@ export const fluxAnnonces = defineOperation({
       db,
       dataset,
       page.evenements.map((ev) => ev.annonce_id),
+      { lienOrigine: ctx.caller.portees.includes('lien_origine'), maintenant: ctx.services.now() },
     );
-    const maintenant = ctx.services.now();
-    const lienOrigine = ctx.caller.portees.includes('lien_origine');
-    const evenements = page.evenements.map((ev) =>
-      evenementServi(ev, annonces.get(ev.annonce_id), { lienOrigine, maintenant }),
+    const lus = page.evenements;
+    const evenements = rawJson<FluxSortie['evenements']>(
+      `[${lus.map((ev) => evenementServi(ev, annonces.get(ev.annonce_id))).join(',')}]`,
     );
     const limites: string[] = [];
-    if (evenements.length === 0) {
+    if (lus.length === 0) {
       const filtre = Object.keys(lie).length > 0;
       limites.push(
         page.reprise === 0
@@ -408,13 +410,13 @@ export const fluxAnnonces = defineOperation({
       evenements,
       a_jour: !page.reste,
       qualite: {
-        n: evenements.length,
-        provenance: evenements.length > 0 ? 'mesure' : null,
+        n: lus.length,
+        provenance: lus.length > 0 ? 'mesure' : null,
         incertitude: null,
         drapeaux: [],
         methode:
           'Journal des événements des annonces, en ajout seul, lu par identifiant croissant ; un événement par changement constaté entre deux relevés d’une annonce.',
-        donnees_du: evenements.at(-1)?.le ?? null,
+        donnees_du: lus.at(-1)?.le ?? null,
         source: 'Relevés des portails (portal_a, portal_b, portal_c)',
       },
       curseur_suivant: ctx.services.cursors.encode(scope, { apres: page.reprise } satisfies PositionFlux),

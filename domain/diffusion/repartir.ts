@@ -148,6 +148,7 @@ export async function repartir(db: Db, limite = 1000): Promise<Repartition | nul
         client,
         'live',
         evenements.map((e) => e.annonce_id),
+        { lienOrigine: false, maintenant },
       );
       const charges = evenements.map((ev) => ({ ev, annonce: annonces.get(ev.annonce_id) }));
       livraisons = await livrerEvenements(client, charges, maintenant, abonnes);
@@ -228,7 +229,7 @@ async function livrerEvenements(
       utiles.map((i) => {
         const { ev, annonce } = charges[i];
         const lu = { ...ev, id: Number(ev.id), le: ev.le.toISOString() };
-        return JSON.stringify(evenementServi(lu, annonce, { lienOrigine: false, maintenant }));
+        return evenementServi(lu, annonce);
       }),
     ],
   );
@@ -304,7 +305,7 @@ async function resultatsDe(
         apparu_le: maintenant.toISOString(),
         disponible_le: new Date(maintenant.getTime() + DELAI_RESULTAT_S * 1000).toISOString(),
         evenement,
-        annonce: annonce ? enListe(annonce, { lienOrigine: false, maintenant }) : null,
+        annonce: annonce ? enListe(annonce) : null,
         cle_ban: cleBan,
       },
     });
@@ -335,8 +336,8 @@ async function resultatsDe(
               ...lieuDe(c)!,
               prix: a.prix,
               surface: a.surface,
-              score: a.analyse?.score ?? null,
-              rendement_brut: a.analyse?.rendement_brut_pct ?? null,
+              score: a.score,
+              rendement_brut: a.rendement_brut_pct,
             })
           : v.nature === 'annonce'
             ? v.annonce_id === a.id && ALERTE_ANNONCE.includes(c.ev.genre)

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { constant, constantText, jsonBytes } from '../../../lib/json-bytes.ts';
+import { constant, constantText, jsonBytes, rawJson } from '../../../lib/json-bytes.ts';
 
 describe('answers as JSON bytes, with constant parts serialised once', () => {
   const sources = constant(['CGI art. 1635 quater A', 'Valeur : 930 €/m² ; l’assiette', { lien: null }]);
@@ -65,5 +65,53 @@ describe('answers as JSON bytes, with constant parts serialised once', () => {
     // Another answer (one number differs) has another digest; a copy of the same answer has the same.
     expect(digestOf({ ...answer, a: 2 }).equals(digestOf(answer))).toBe(false);
     expect(digestOf({ ...answer }).equals(digestOf(answer))).toBe(true);
+  });
+});
+
+describe('JSON text made elsewhere, spliced into answers', () => {
+  const texte = '{"id":"an_1","prix":250000.5,"nom":"« L’Agence » \\"x\\"","drapeaux":["date_estimee"],"geo":null}';
+  const valeur = JSON.parse(texte);
+
+  it('is copied in as written, and the answer is the one JSON.stringify makes of the value it holds', () => {
+    const answer = {
+      evenements: [
+        { id: '1', annonce: rawJson(texte) },
+        { id: '2', annonce: null },
+      ],
+      a_jour: true,
+    };
+    const plain = {
+      evenements: [
+        { id: '1', annonce: valeur },
+        { id: '2', annonce: null },
+      ],
+      a_jour: true,
+    };
+    expect(jsonBytes(answer).toString()).toBe(JSON.stringify(plain));
+    // Beside constants, in any order.
+    const mixed = { regle: constantText('Règle « x »'), a: rawJson(texte), b: [rawJson('[1,2]'), constant({ c: 3 })] };
+    expect(jsonBytes(mixed).toString()).toBe(
+      JSON.stringify({ regle: 'Règle « x »', a: valeur, b: [[1, 2], { c: 3 }] }),
+    );
+  });
+
+  it('hashes as the same answer serialised in place', () => {
+    const digestOf = (value: unknown) => {
+      const hash = createHash('sha256');
+      jsonBytes(value, { hash });
+      return hash.digest('hex');
+    };
+    expect(digestOf({ a: rawJson(texte), n: 1 })).toBe(digestOf({ a: valeur, n: 1 }));
+    expect(digestOf({ a: rawJson(texte) })).not.toBe(digestOf({ a: rawJson(texte.replace('250000.5', '250001')) }));
+  });
+
+  it('is the value it holds to everything else: JSON.stringify, property reads, keys', () => {
+    const annonce = rawJson<typeof valeur>(texte);
+    expect(JSON.parse(JSON.stringify({ annonce }))).toEqual({ annonce: valeur });
+    expect(annonce.prix).toBe(250000.5);
+    expect(annonce.drapeaux).toEqual(['date_estimee']);
+    expect(Object.keys(annonce)).toEqual(Object.keys(valeur));
+    expect({ ...annonce }).toEqual(valeur);
+    expect('geo' in annonce).toBe(true);
   });
 });
