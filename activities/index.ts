@@ -16,7 +16,9 @@ import { completeTask, failTask, markRunning } from '../domain/taches/taches.ts'
 import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
+import type { FileDelivery } from '../domain/documents/telechargement.ts';
 import { createDocumentActivities } from './documents.ts';
+import { createDossierActivities } from './dossiers.ts';
 import { createEstimationActivities } from './estimation.ts';
 import { createHubActivities, type HubDeps } from './hub.ts';
 import { createModelesActivities } from './modeles.ts';
@@ -33,6 +35,8 @@ export interface ActivityDeps {
   modelSeesImages?: boolean;
   /** The operations the Hub's questions call, through the pipeline (absent: its tool calls fail, said). */
   hub?: Pick<HubDeps, 'invoke' | 'outils' | 'refus' | 'nature'>;
+  /** Storage and signed links of generated files (the dossiers' drawings); absent: a dossier fails, said. */
+  files?: FileDelivery;
 }
 
 /** Failures of the domain become Temporal failures whose type is the task's stable `erreur.code`. */
@@ -73,6 +77,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createPluActivities(deps, modelSlot),
     ...createDocumentActivities({ ...deps, modelSlot }),
+    ...createDossierActivities({ ...deps, modelSlot }),
     ...createEstimationActivities({ ...deps, modelSlot }),
     ...createHubActivities({
       db: deps.db,

@@ -10,7 +10,8 @@ export interface ResumeRecalibrage {
   estimation: { ventes_estimees: number; couverture_pct: number | null; echantillon: number | null };
   travaux: { mesures: number };
   bareme_prix: { mesures: number };
-  durees_ms: { estimation: number; travaux: number; bareme_prix: number };
+  pre_marche: { adresses: number; auc: number | null; bandes: number };
+  durees_ms: { estimation: number; travaux: number; bareme_prix: number; pre_marche: number };
 }
 
 export function createModelesActivities({ db }: { db: Db }) {
@@ -31,6 +32,7 @@ export function createModelesActivities({ db }: { db: Db }) {
           },
           travaux: { mesures: r.travaux.mesures.length },
           bareme_prix: { mesures: r.bareme_prix.mesures.length },
+          pre_marche: { adresses: r.pre_marche.adresses, auc: r.pre_marche.auc, bandes: r.pre_marche.bandes.length },
           durees_ms: r.durees_ms,
         };
       } finally {

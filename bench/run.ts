@@ -20,6 +20,8 @@ const ALL = [
   'annonces',
   'diffusion',
   'urbanisme',
+  'dossier',
+  'pre-marche',
 ];
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
 let failed = 0;

@@ -1,9 +1,11 @@
 import { adresseOperations } from './adresses/resoudre.ts';
+import { agencesOperations } from './agences/operations.ts';
 import { annoncesOperations } from './annonces/operations.ts';
 import type { Operation } from './catalogue.ts';
 import { compteOperations } from './compte/operations.ts';
 import { lireDocument } from './documents/lire-operation.ts';
 import { documentOperations } from './documents/operations.ts';
+import { dossiersOperations } from './dossiers/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
 import { fluxAdressesOperations } from './flux/adresses.ts';
 import { estimationOperations } from './estimation/operations.ts';
@@ -13,6 +15,7 @@ import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
 import { permisOperations } from './urbanisme/permis.ts';
 import { pluOperations } from './plu/operations.ts';
+import { preMarcheOperations } from './pre-marche/operations.ts';
 import { taxeAmenagement } from './urbanisme/taxe-amenagement.ts';
 import { urbanismeOperations } from './urbanisme/operations.ts';
 import { veillesOperations } from './veilles/operations.ts';
@@ -22,6 +25,7 @@ import { estOutil } from './outils.ts';
 /** Every operation but the Hub's, which a Hub question may call as tools. */
 const OUTILS_POSSIBLES = [
   ...adresseOperations,
+  ...agencesOperations,
   ...annoncesOperations,
   ...compteOperations,
   ...documentOperations,
@@ -33,8 +37,10 @@ const OUTILS_POSSIBLES = [
   ...marcheOperations,
   ...permisOperations,
   ...urbanismeOperations,
+  ...dossiersOperations,
   ...societesCivilesOperations,
   ...pluOperations,
+  ...preMarcheOperations,
   taxeAmenagement,
   ...veillesOperations,
   ...webhookOperations,
@@ -52,12 +58,6 @@ export const OPERATIONS: Operation[] = [
  * specification that is neither served nor here, and on one here that is served. Each landing domain empties it.
  */
 export const OPERATIONS_A_VENIR: ReadonlyArray<{ outil: string; methode: 'GET' | 'POST'; chemin: string }> = [
-  { outil: 'coupes_facades', methode: 'POST', chemin: '/urbanisme/coupes' },
-  { outil: 'preparer_dossier', methode: 'POST', chemin: '/urbanisme/dossiers' },
-  { outil: 'agences_commune', methode: 'GET', chemin: '/communes/{insee}/agences' },
-  { outil: 'agences', methode: 'GET', chemin: '/agences' },
-  { outil: 'pre_marche_adresse', methode: 'GET', chemin: '/adresses/{cle_ban}/pre-marche' },
-  { outil: 'pre_marche_zone', methode: 'GET', chemin: '/pre-marche' },
   { outil: 'jeux', methode: 'GET', chemin: '/jeux' },
   { outil: 'schema_jeu', methode: 'GET', chemin: '/jeux/{jeu}/schema' },
   { outil: 'lire_jeu', methode: 'GET', chemin: '/jeux/{jeu}' },

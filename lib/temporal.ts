@@ -14,6 +14,7 @@ export const WORKFLOW_OF: Record<string, string> = {
   lire_plu: 'lirePlu',
   lire_document: 'lireDocument',
   estimer_bien_affine: 'estimerBienAffine',
+  preparer_dossier: 'preparerDossier',
 };
 
 /**

@@ -6,6 +6,7 @@ import { communesSource } from '../domain/adresses/import-communes.ts';
 import { dpeSource } from '../domain/dpe/import.ts';
 import { dvfSource } from '../domain/dvf/import.ts';
 import { cadastreSource } from '../domain/cadastre/import.ts';
+import { reconstruireAgences, SOURCES_AGENCES } from '../domain/agences/derive.ts';
 import { bodaccSource } from '../domain/entreprises/import-bodacc.ts';
 import { sireneSource } from '../domain/entreprises/import-sirene.ts';
 import {
@@ -141,6 +142,13 @@ async function main(): Promise<number> {
         : source.run(db, fichiers ? fichiers[0] : chemin === '-' ? '-' : fullPath, options)
     ).finally(() => tty && process.stderr.write('\r\x1b[K'));
     printReport(name, report, parsed.values.sandbox ? 'bac à sable' : 'live');
+    if (SOURCES_AGENCES.includes(name)) {
+      // The agencies are derived from companies, notices and listings: rebuilt after each of their imports.
+      const a = await reconstruireAgences(db, parsed.values.sandbox ? 'sandbox' : 'live');
+      console.log(
+        `Agences recalculées : ${a.agences} agences, activité jusqu’à ${a.dernier_mois ?? '(aucune annonce)'}.`,
+      );
+    }
     if (name === 'dvf') {
       // The sheets of GET /modeles and the range estimer_bien serves are measured on the sales: new sales, new
       // measures, by a workflow the running worker picks up (one per version of the sales).

@@ -7,7 +7,8 @@ import { exitWith } from './exit.ts';
  * `npm run modeles -- [--sandbox]`: the backtests behind GET /modeles. Rebuilds the departmental price index, estimates
  * the held-out most recent DVF vintage from the earlier ones and writes the `estimation` sheet's measures (and the
  * calibrated half-width estimer_bien serves), then the `travaux` sheet (exit costs on held-out audits) and the
- * `bareme_prix` sheet (the commune scale on held-out sales). A DVF import starts the same work as a Temporal workflow
+ * `bareme_prix` sheet (the commune scale on held-out sales), and trains the pre-market model (its scores and its
+ * `pre_marche` sheet, domain/pre-marche/entrainement.ts). A DVF import starts the same work as a Temporal workflow
  * (recalibrerModeles) when TEMPORAL_ADDRESS is set; this command runs it in place.
  */
 
@@ -47,6 +48,16 @@ async function main(): Promise<number> {
     if (b.ensemble)
       console.log(`  ensemble : couverture ${b.ensemble.couverture_pct} % sur ${b.ensemble.n_controle} ventes`);
     for (const l of b.limites) console.log(`  limite : ${l}`);
+    const p = r.pre_marche;
+    console.log(
+      `pre_marche : ${p.perimetre || 'rien à mesurer'} ; ${p.n_entrainement} exemples d’apprentissage, ${p.n_controle} tenus, base ${p.base_pct ?? '-'} %, bande haute ${p.haut_pct ?? '-'} %, AUC ${p.auc ?? '-'} ; ${p.adresses} adresses notées (${p.hors_perimetre} hors périmètre), ${(r.durees_ms.pre_marche / 1000).toFixed(1)} s`,
+    );
+    for (const b of p.bandes.filter((x) => x.type_bien === 'tous')) {
+      console.log(
+        `  bande ${b.bande} : n ${b.n}, réel ${b.taux_vente_12m_pct} %, prédit ${b.taux_predit_pct} %, tolérance ±${b.tolerance_pct}`,
+      );
+    }
+    for (const l of p.limites) console.log(`  limite : ${l}`);
     for (const [nom, fiche] of [
       ['travaux', r.travaux],
       ['bareme_prix', r.bareme_prix],

@@ -39,6 +39,7 @@ const worker = await startWorker({
     model: modelFromConfig(config),
     outbound: services.outbound,
     modelConcurrency: config.MODEL_CONCURRENCY,
+    files: services.files,
     hub: outilsDuHub(pipeline, createOutils(OPERATIONS), { taches: services.tasks !== undefined }),
   }),
 });

@@ -6,3 +6,4 @@ export { conversationHub } from './conversation-hub.ts';
 export { estimerBienAffine } from './estimer-bien-affine.ts';
 export { recalibrerModeles } from './recalibrer-modeles.ts';
 export { livrerAbonnement } from './livrer-abonnement.ts';
+export { preparerDossier } from './preparer-dossier.ts';

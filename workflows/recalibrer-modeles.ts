@@ -15,8 +15,8 @@ export interface RecalibrageEntree {
 
 /**
  * Measures the reference models again after a DVF import (started by the import, one per version of the data: see
- * lib/temporal.ts, demanderRecalibrage): the `estimation`, `travaux` and `bareme_prix` sheets of GET /modeles, and the
- * calibrated half-width estimer_bien serves.
+ * lib/temporal.ts, demanderRecalibrage): the `estimation`, `travaux` and `bareme_prix` sheets of GET /modeles, the
+ * calibrated half-width estimer_bien serves, and the pre-market model (its scores and its `pre_marche` sheet).
  */
 export async function recalibrerModeles({ dataset }: RecalibrageEntree): Promise<ResumeRecalibrage> {
   return mesurerModeles({ dataset });

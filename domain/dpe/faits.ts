@@ -18,6 +18,7 @@ import { departementOf } from '../communes.ts';
 import { absenceDvf } from '../couverture.ts';
 import { annoncesAdresse, dernierReleve, enVenteAutour, SANS_ANNONCES, SOURCE_ANNONCES } from '../annonces/marche.ts';
 import { TYPES_BIEN } from '../annonces/format.ts';
+import { lireModele, lireScore } from '../pre-marche/lecture.ts';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Rules, each stated once (the description quotes them).
@@ -54,8 +55,6 @@ const NON_SERVIS: Record<string, string> = {
   copropriete: 'aucune donnée de copropriété (registre national des copropriétés) n’est encore importée',
   permis: 'aucune autorisation d’urbanisme (Sitadel) n’est encore importée',
   societes_civiles: 'aucune société civile (SIRENE, BODACC) n’est encore importée',
-  pre_marche:
-    'ses variables sont celles du modèle pré-marché (pre_marche_adresse), pas encore calibré, et la moitié d’entre elles demandent les sociétés civiles et les copropriétés',
 };
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -233,6 +232,29 @@ const CommuneSchema = z
   })
   .describe('Contexte communal.');
 
+const PreMarcheSchema = z
+  .object({
+    audit_connu: z.boolean(),
+    annees_detention_au_dpe: z.number().nullable(),
+    dpe_valide_au_dpe: z.boolean(),
+    nb_dpe_365j_avant: z.number().int(),
+    sci_connue_au_dpe: z.boolean(),
+    ventes_ilot_avant_dpe: z.number().int(),
+    ventes_numero_avant_dpe: z.number().int(),
+    copro_ilot: z.boolean(),
+    surface_m2: z.number().nullable(),
+    multiplicateur_age_dpe: z.number().nullable(),
+    signaux: z.array(z.string()).describe('Les signaux du modèle présents au jour du dernier DPE.'),
+    bande: z.string().nullable(),
+    taux_bande_pct: z.number().nullable().describe('Taux de vente à 12 mois réel de la bande (exemples tenus).'),
+    p_vente: z.number().nullable().describe('Probabilité calibrée (voir pre_marche_adresse) ; null hors périmètre.'),
+    calcule_le: z.string(),
+    qualite: QualiteSchema,
+  })
+  .describe(
+    'Variables du modèle pré-marché au jour du dernier DPE individuel, lues dans ses scores (le même calcul que pre_marche_adresse).',
+  );
+
 const GROUPES = {
   identite: IdentiteSchema,
   batiment: BatimentSchema,
@@ -242,6 +264,7 @@ const GROUPES = {
   ilot: IlotSchema,
   annonce: AnnonceSchema,
   commune: CommuneSchema,
+  pre_marche: PreMarcheSchema,
 } as const;
 type Groupe = keyof typeof GROUPES;
 const NOMS_GROUPES = Object.keys(GROUPES) as Groupe[];
@@ -274,6 +297,7 @@ const FaitsOutput = z.object({
   ilot: servi(IlotSchema),
   annonce: servi(AnnonceSchema),
   commune: servi(CommuneSchema),
+  pre_marche: servi(PreMarcheSchema),
   limites: z.array(z.string()).describe('Pourquoi un groupe est null ou incomplet.'),
 });
 type Faits = z.infer<typeof FaitsOutput>;
@@ -870,6 +894,47 @@ async function communeDe(db: Queryable, dataset: Dataset, insee: string): Promis
   };
 }
 
+/** The pre-market variables of the address: its row of the model's scores, the band's real rate beside its p. */
+async function preMarcheDe(
+  db: Queryable,
+  dataset: Dataset,
+  cle: string,
+): Promise<{ groupe: z.infer<typeof PreMarcheSchema> | null; limite: string | null }> {
+  const [ligne, modele] = await Promise.all([lireScore(db, dataset, cle), lireModele(db, dataset)]);
+  if (!ligne) {
+    return {
+      groupe: null,
+      limite: modele
+        ? 'aucun DPE individuel à l’adresse : le modèle part du DPE.'
+        : 'aucun modèle pré-marché calibré sur ces données (npm run modeles).',
+    };
+  }
+  const bande =
+    modele?.bandes.find((b) => b.bande === ligne.bande && b.type_bien === ligne.type_bien) ??
+    modele?.bandes.find((b) => b.bande === ligne.bande && b.type_bien === 'tous');
+  return {
+    groupe: {
+      ...ligne.variables,
+      signaux: ligne.signaux,
+      bande: ligne.bande,
+      taux_bande_pct: bande?.taux_vente_12m_pct ?? null,
+      p_vente: bande ? ligne.p_vente : null,
+      calcule_le: ligne.calcule_le.toISOString(),
+      qualite: {
+        n: bande?.n ?? null,
+        provenance: bande ? 'mesure' : null,
+        incertitude: null,
+        drapeaux: [],
+        methode:
+          'Modèle pré-marché (pre_marche_adresse) : variables au jour du dernier DPE, bande mesurée sur l’historique tenu.',
+        donnees_du: ligne.dpe_le,
+        source: 'Modèle pré-marché (DPE, audits, DVF, SIRENE, BODACC, Sitadel)',
+      },
+    },
+    limite: ligne.hors_perimetre,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 // Selection.
 // ---------------------------------------------------------------------------------------------------------------------
@@ -899,7 +964,7 @@ function projeter(faits: Faits, champs: string[] | null): Faits {
 }
 
 function dateDesDonnees(faits: Faits): string | null {
-  const dates = [faits.dpe, faits.audit, faits.ventes, faits.ilot, faits.annonce, faits.commune]
+  const dates = [faits.dpe, faits.audit, faits.ventes, faits.ilot, faits.annonce, faits.commune, faits.pre_marche]
     .map((g) => (g as { qualite?: Qualite } | null | undefined)?.qualite?.donnees_du ?? null)
     .filter((d): d is string => d !== null);
   return dates.length ? dates.sort().at(-1)! : null;
@@ -922,6 +987,7 @@ const DESCRIPTION = `Tout ce que le service sait d'une adresse de la Base Adress
 - \`ilot\` : mutations DVF à ${RAYON_ILOT_M} m au plus du point de l'adresse (un cercle, pas la maille, pour ne pas couper les voisins au bord d'une maille). \`ventes_5a\` : ventes, VEFA, adjudications et terrains à bâtir depuis le même jour ${ANS_ILOT} ans plus tôt ; \`mediane_m2_5a\` : médiane des prix au m² des ventes d'un ou plusieurs logements sur la même période, hors ventes en bloc et prix atypiques (drapeau \`peu_d_observations\` sous ${MIN_OBSERVATIONS} ventes) ; \`derniere_vente_le\` : la plus récente, sans limite de date. \`en_vente\` : une annonce en ligne (statut actif au dernier relevé) est rattachée à un numéro BAN à ${RAYON_ILOT_M} m au plus du point de l'adresse (une annonce sans numéro, à position approchée ou au centre de la commune, n'est pas placée) ; \`vente_directe\` : l'une d'elles est d'un vendeur particulier ; null les deux quand le service ne détient aucune annonce (dit dans \`limites\`). \`copro\`, \`lots_max\` et \`sans_syndic\` sont toujours null (aucune donnée de copropriété).
 - \`annonce\` (rattachement aux annonces) : ${REGLE_ANNONCE} Null pour une clé de voie (une annonce se rattache à un numéro) et quand le service ne détient aucune annonce, dit dans \`limites\`.
 - \`commune\` (contexte communal) : commune du découpage administratif (départements, région, intercommunalité, population, codes postaux) et marché DVF : \`ventes_12_mois\` et \`mediane_m2_12_mois\` sur les 12 mois qui précèdent la vente la plus récente de la commune (DVF paraît avec plusieurs mois de retard).
+- \`pre_marche\` : les variables du modèle pré-marché au jour du dernier DPE individuel de l'adresse (audit connu, années de détention, DPE encore valide refait, DPE des 365 jours avant, société civile connue, ventes de la rue dans les 12 mois avant et du numéro avant, copropriété immatriculée, surface, multiplicateur d'âge du DPE), ses signaux, sa bande avec le taux de vente réel de la bande et \`p_vente\` : lus dans les scores que l'entraînement du modèle écrit (le même calcul que pre_marche_adresse). Null sans DPE individuel ou sans modèle calibré (\`limites\` le dit) ; \`p_vente\` et la bande null hors périmètre (Alsace-Moselle, Mayotte).
 
 **Groupes non servis.** La spécification nomme d'autres groupes ; faute de données derrière eux, ils ne sont pas servis et \`champs\` les refuse (400) : ${Object.entries(
   NON_SERVIS,
@@ -984,14 +1050,16 @@ export const faitsAdresse = defineOperation({
       limites.push('annonce : une annonce se rattache à un numéro, pas à une voie.');
     }
     const lienOrigine = ctx.caller.portees.includes('lien_origine');
-    const [dpe, audit, ventes, ilot, annonce, commune] = await Promise.all([
+    const [dpe, audit, ventes, ilot, annonce, commune, preMarche] = await Promise.all([
       voulu('dpe') ? dpeDe(db, dataset, dpes, insee, aujourdhui) : null,
       voulu('audit') ? auditDe(db, dataset, cle, dpes, aujourdhui) : null,
       voulu('ventes') && dvf ? ventesDe(db, dataset, identite, ban, dernierDpe) : null,
       voulu('ilot') && dvf ? ilotDe(db, dataset, identite, aujourdhui, avecAnnonces) : null,
       voulu('annonce') && avecAnnonces && identite.adresse_numerotee ? annonceDe(db, dataset, cle, lienOrigine) : null,
       voulu('commune') && insee ? communeDe(db, dataset, insee) : null,
+      voulu('pre_marche') ? preMarcheDe(db, dataset, cle) : null,
     ]);
+    if (voulu('pre_marche') && preMarche?.limite) limites.push(`pre_marche : ${preMarche.limite}`);
     if (annonce?.derniere && !lienOrigine) {
       limites.push('annonce.derniere.lien : servi avec la portée lien_origine seulement.');
     }
@@ -1011,6 +1079,7 @@ export const faitsAdresse = defineOperation({
         ilot,
         annonce,
         commune,
+        pre_marche: preMarche?.groupe ?? null,
         limites,
       },
       entree.champs,

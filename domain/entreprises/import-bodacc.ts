@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Db } from '../../db/client.ts';
 import { plier } from '../adresses/resoudre.ts';
 import { colonnesDe, csvRecords, dateIso, lecteurDe, lignesDeDonnees, separateurDe, texte } from '../import/csv.ts';
@@ -12,12 +13,15 @@ import {
   type ImportReport,
 } from '../import/source.ts';
 import { avecLotsJournalises } from '../flux/journal-adresses.ts';
+import { avisDuFichier, champsAvis, formeDe, type FormeFichier } from './bodacc-xml.ts';
 import { clesBan } from './rattachement.ts';
 
 /**
  * Importer of BODACC notices: the DILA open-data export of the `annonces-commerciales` dataset (CSV, `;`, one notice a
  * row, JSON objects inside the columns listepersonnes, listeetablissements, jugement, acte, modificationsgenerales,
- * radiationaurcs, depot, parutionavisprecedent), recognised by its header, plain or gzipped. Notices are upserted by
+ * radiationaurcs, depot, parutionavisprecedent), recognised by its header, plain or gzipped; and the DILA bulletins in
+ * their source format (XML of every family, or its `.taz` archive: bodacc-xml.ts), each notice turned into the
+ * export's fields so that one reading applies to both. Notices are upserted by
  * their id: importing the same file twice changes nothing. A notice new to the database about a civil company whose
  * seat is a BAN number is a novelty of that address, journaled with its batch (domain/flux/journal-adresses.ts).
  *
@@ -244,7 +248,11 @@ function avisDe(get: (n: string) => string | null, dataset: Dataset, ligne: numb
       break;
     }
     case 'radiation': {
-      parts.push(libelle(radiation?.radiationPM) ?? libelle(radiation?.radiationPP) ?? 'Radiation du registre');
+      // The export writes radiationPM as a flag (« O »): a label is a sentence, not a code.
+      const etiquette = [libelle(radiation?.radiationPM), libelle(radiation?.radiationPP)].find(
+        (l) => l && l.length > 3,
+      );
+      parts.push(etiquette ?? 'Radiation du registre');
       dateEffet = dateDe(radiation?.dateCessationActivitePM) ?? dateDe(radiation?.dateCessationActivitePP);
       break;
     }
@@ -332,29 +340,73 @@ function avisDe(get: (n: string) => string | null, dataset: Dataset, ligne: numb
   };
 }
 
-/**
- * Imports a BODACC `annonces-commerciales` CSV export into `dataset`. Throws ImportError when the file is unusable as
- * a whole; a bad notice is rejected with its reason and the line it starts on.
- */
-export async function importBodacc(db: Db, file: string, options: DatasetImportOptions = {}): Promise<ImportReport> {
-  const dataset = options.dataset ?? 'live';
-  await exigerFichier(file);
-  const { report, rejeter } = nouveauRapport(file);
-  await using records = csvRecords(file, separateurDe);
+/** The files of a BODACC import a folder holds: DILA bulletins (XML, archives) and CSV exports. */
+export const FICHIERS_BODACC = /(^(RCS-[AB]|PCL|BILAN)[_-].*\.(taz|tar|tgz|tar\.gz|xml)$)|(\.csv(\.gz)?$)/i;
+
+/** A CSV export: its records after a header checked to be the export's, or an ImportError. */
+async function ouvrirCsv(file: string) {
+  const records = csvRecords(file, separateurDe);
   const premiere = await records.next();
-  if (premiere.done) throw new ImportError(`${file} est vide : en-tête BODACC attendu.`);
+  if (premiere.done) {
+    await records.return(undefined);
+    throw new ImportError(`${file} est vide : en-tête BODACC attendu.`);
+  }
   const entete = premiere.value.champs;
   const colonnes = colonnesDe(entete.map((c) => c.toLowerCase()));
   const manquantes = REQUISES.filter((c) => !colonnes.has(c));
   if (manquantes.length > 0) {
+    await records.return(undefined);
     throw new ImportError(
       `En-tête BODACC attendu (export « annonces-commerciales » de la DILA, séparateur « ; ») : colonne(s) ${manquantes.join(', ')} absente(s). En-tête lu : ${entete.join(';').slice(0, 200)}`,
     );
   }
+  return { records, entete, colonnes };
+}
+
+/** Checks, before anything is written, that every file is a bulletin, an archive of bulletins or an export. */
+async function verifier(file: string, forme: FormeFichier): Promise<void> {
+  if (forme === 'inconnue') {
+    throw new ImportError(
+      `${file} : ni bulletin BODACC de la DILA (XML, archive .taz), ni export CSV « annonces-commerciales ».`,
+    );
+  }
+  if (forme === 'csv') {
+    const { records } = await ouvrirCsv(file);
+    await records.return(undefined);
+    return;
+  }
+  // The root element (and the archive around it) is read, then the reading stops.
+  const avis = avisDuFichier(file);
+  await avis.next();
+  await avis.return(undefined);
+}
+
+/**
+ * Imports BODACC notices into `dataset`: DILA bulletins in their source format (an XML bulletin of any family, or
+ * its `.taz` archive, read as a stream: bodacc-xml.ts) and CSV exports of `annonces-commerciales`, one file or
+ * several at once. Every file is checked before anything is written (an ImportError says which one is unusable); a
+ * bad notice is rejected with its reason, its file and its rank (the line a CSV notice starts on). Notices are
+ * upserted by their id, the same for a notice read from a bulletin and from the export: importing again changes
+ * nothing.
+ */
+export async function importBodacc(
+  db: Db,
+  chemins: string | string[],
+  options: DatasetImportOptions = {},
+): Promise<ImportReport> {
+  const dataset = options.dataset ?? 'live';
+  const fichiers = Array.isArray(chemins) ? chemins : [chemins];
+  for (const f of fichiers) await exigerFichier(f);
+  const formes = await Promise.all(fichiers.map(formeDe));
+  for (const [i, f] of fichiers.entries()) await verifier(f, formes[i]!);
+  const plusieurs = fichiers.length > 1;
+  const { report, rejeter } = nouveauRapport(plusieurs ? `${fichiers.length} fichiers` : fichiers[0]!);
   let physiques = 0;
   let civiles = 0;
   let rattaches = 0;
   let illisibles = 0;
+  let bulletins = 0;
+  const doublons = new Set<string>();
   // Each batch is one transaction with its novelties: the notices of civil companies new to the database.
   const { resultat: ecriture, nouveautes } = await avecLotsJournalises(
     db,
@@ -385,15 +437,56 @@ export async function importBodacc(db: Db, file: string, options: DatasetImportO
         },
       });
 
-      for await (const { ligne, champs } of lignesDeDonnees(records, entete.length, report, rejeter)) {
-        const lu = avisDe(lecteurDe(colonnes, champs), dataset, ligne);
-        if (typeof lu === 'string') rejeter(ligne, lu);
-        else await lots.garder(lu);
+      // Numbers run on across files, so that a rejection points at one notice; its reason names the file.
+      let base = 0;
+      const lus = new Map<string, string>();
+      for (const [i, file] of fichiers.entries()) {
+        const nom = path.basename(file);
+        const prefixe = plusieurs ? `${nom} : ` : '';
+        let dernier = 0;
+        if (formes[i] === 'csv') {
+          const { records, entete, colonnes } = await ouvrirCsv(file);
+          try {
+            const rejeterIci = (ligne: number, motif: string) => rejeter(ligne, `${prefixe}${motif}`);
+            for await (const { ligne, champs } of lignesDeDonnees(records, entete.length, report, rejeterIci)) {
+              dernier = ligne;
+              const lu = avisDe(lecteurDe(colonnes, champs), dataset, base + ligne);
+              if (typeof lu === 'string') rejeter(base + ligne, `${prefixe}${lu}`);
+              else await lots.garder(lu);
+            }
+          } finally {
+            await records.return(undefined);
+          }
+        } else {
+          const sources = new Set<string>();
+          for await (const a of avisDuFichier(file)) {
+            // A bulletin met twice (an archive and its extracted XML side by side in a folder) is read once.
+            const cle = `${a.bulletin.famille}|${a.bulletin.parution ?? a.bulletin.source}`;
+            const deja = lus.get(cle);
+            if (deja !== undefined && deja !== a.bulletin.source) {
+              doublons.add(`${a.bulletin.source} (déjà lu dans ${deja})`);
+              continue;
+            }
+            lus.set(cle, a.bulletin.source);
+            report.lus++;
+            dernier++;
+            sources.add(a.bulletin.source);
+            const ligne = base + dernier;
+            const champs = champsAvis(a);
+            const lu = typeof champs === 'string' ? champs : avisDe((n) => champs[n] ?? null, dataset, ligne);
+            if (typeof lu === 'string') rejeter(ligne, `${a.bulletin.source}, avis n° ${a.rang} : ${lu}`);
+            else await lots.garder(lu);
+          }
+          bulletins += sources.size;
+        }
+        base += dernier;
       }
       return lots.terminer();
     },
   );
   report.details.push(
+    ...(bulletins > 0 ? [`bulletins XML de la DILA lus : ${bulletins}`] : []),
+    ...[...doublons].map((d) => `bulletin lu deux fois, ignoré : ${d}`),
     ligneEcriture('avis', report.gardes, ecriture),
     `sur des personnes physiques (gardés sans nom) : ${physiques}`,
     `sur des sociétés civiles : ${civiles}`,
@@ -407,6 +500,7 @@ export async function importBodacc(db: Db, file: string, options: DatasetImportO
 /** The `bodacc` source of the importers' CLI. */
 export const bodaccSource = importSource(
   'bodacc',
-  'annonces du BODACC : export CSV « annonces-commerciales » de la DILA (séparateur « ; »), ou .csv.gz',
+  'annonces du BODACC : bulletins de la DILA (XML RCS-A, RCS-B, PCL, BILAN, ou leur archive .taz), export CSV « annonces-commerciales » (.csv, .csv.gz) ; plusieurs fichiers ou dossiers',
   importBodacc,
+  FICHIERS_BODACC,
 );

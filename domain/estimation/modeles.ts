@@ -7,6 +7,8 @@ import { TYPE_MIN, VENTES_MAX } from './backtest-bareme.ts';
 import { AUDITS_MAX, CIBLE_MIN, TENUE_MOIS } from './backtest-travaux.ts';
 import { COUVERTURE_NOMINALE, ECHANTILLON_MAX, GROUPE_MIN } from './backtest.ts';
 import { BANDE_SURFACE, RAYONS_M } from './valeur.ts';
+import { lireFichePreMarche, METHODE_PRE_MARCHE } from '../pre-marche/fiche.ts';
+import { TOLERANCE_PLANCHER_PCT, TOLERANCE_Z } from '../pre-marche/regression.ts';
 
 /**
  * The reference-model sheets (GET /modeles, /modeles/{modele}): what each backtest measured, dated, with its sample
@@ -27,29 +29,88 @@ const MesureSchema = z.object({
   hors_echantillon: z.boolean().nullable(),
 });
 
+const CoefficientSchema = z.object({
+  type_bien: z.string(),
+  signal: z.string(),
+  groupe: z.string(),
+  n_dvf: z.number().int().describe('Exemples d’apprentissage qui portent le signal.'),
+  taux_dvf_pct: z.number().nullable().describe('Leur part vendue dans les 12 mois (DVF).'),
+  lift_dvf: z.number().nullable(),
+  n_mise_en_vente: z.number().int().nullable().describe('Non mesuré : null (voir limites).'),
+  taux_mise_en_vente_pct: z.number().nullable(),
+  lift_mise_en_vente: z.number().nullable(),
+  stable: z.boolean().describe('Même signe sur les deux moitiés de l’apprentissage.'),
+  retenu: z.boolean(),
+  coefficient: z.number(),
+  calcule_le: z.string(),
+});
+
 const FicheSchema = z.object({
   modele: z.enum(MODELES),
   titre: z.string(),
   methode: z.string(),
   source: z.string(),
   mesures: z.array(MesureSchema),
-  calibration: z.array(
-    z.object({
-      type_bien: z.string(),
-      bande: z.string(),
-      indice_min: z.number(),
-      indice_max: z.number(),
-      n: z.number().int(),
-      taux_vente_12m_pct: z.number(),
-      calcule_le: z.string(),
-    }),
-  ),
-  coefficients: z.array(z.record(z.string(), z.unknown())),
-  coefficients_ajustes: z.array(z.record(z.string(), z.unknown())),
+  calibration: z
+    .array(
+      z.object({
+        type_bien: z.string().describe('maison, appartement, ou tous.'),
+        bande: z.string().describe('A la plus haute.'),
+        indice_min: z.number(),
+        indice_max: z.number(),
+        n: z.number().int().describe('Exemples tenus hors de l’ajustement dans la bande.'),
+        taux_vente_12m_pct: z.number().describe('Part réelle de ces exemples vendus dans les 12 mois.'),
+        taux_predit_pct: z.number().describe('Probabilité moyenne que le modèle leur donnait.'),
+        tolerance_pct: z
+          .number()
+          .describe(
+            `Écart admis entre taux réel et prédit, en points : ${TOLERANCE_Z} erreurs types binomiales (99 % bilatéral : cinq bandes ensemble à 95 %) + ${TOLERANCE_PLANCHER_PCT} points.`,
+          ),
+        calcule_le: z.string(),
+      }),
+    )
+    .describe('pre_marche : bandes de calibration (courbe de fiabilité) ; vide pour les autres modèles.'),
+  coefficients: z
+    .array(CoefficientSchema)
+    .describe('pre_marche : coefficients de l’ajustement sur tous les signaux ; vide pour les autres modèles.'),
+  coefficients_ajustes: z
+    .array(CoefficientSchema)
+    .describe('pre_marche : coefficients réajustés sur les signaux retenus, ceux qui notent ; vide sinon.'),
   decroissance: z
-    .array(z.record(z.string(), z.unknown()))
-    .describe('Forme des éléments : non montrée par la spécification ; vide ici.'),
-  cohortes: z.array(z.record(z.string(), z.unknown())),
+    .array(
+      z.object({
+        age_min_jours: z.number().int(),
+        age_max_jours: z.number().int(),
+        n: z.number().int(),
+        taux_vente_12m_pct: z.number().describe('Part vendue dans les 12 mois qui suivent cet âge, sans vente avant.'),
+        multiplicateur: z.number().describe('Ce taux rapporté à celui d’un DPE du jour.'),
+        calcule_le: z.string(),
+      }),
+    )
+    .describe(
+      'pre_marche (forme non montrée par la spécification) : la baisse du taux de vente à 12 mois quand le DPE vieillit sans vente ; vide sinon.',
+    ),
+  cohortes: z
+    .array(
+      z.object({
+        semaine: z.string().describe('Semaine ISO du début de la cohorte (AAAA-Www).'),
+        type_bien: z.string(),
+        cohorte: z.string().describe('Trimestre des DPE de la cohorte (AAAA-Tn).'),
+        seuil_score: z.number().describe('Indice minimal de la bande haute.'),
+        n_haut: z.number().int(),
+        mise_en_vente_haut_pct: z.number().nullable(),
+        mise_en_vente_base_pct: z.number().nullable(),
+        lift_mise_en_vente: z.number().nullable(),
+        n_haut_dvf: z.number().int(),
+        vendu_haut_pct: z.number().nullable(),
+        vendu_base_pct: z.number().nullable(),
+        lift_vendu: z.number().nullable(),
+        calcule_le: z.string(),
+      }),
+    )
+    .describe(
+      'pre_marche : les exemples tenus par trimestre de DPE, bande haute contre toute la cohorte ; vide sinon.',
+    ),
   limites: z.array(z.string()),
   qualite: QualiteSchema,
 });
@@ -78,11 +139,9 @@ const DESCRIPTIONS: Record<Modele, Description> = {
   },
   pre_marche: {
     titre: 'Probabilité de vente à 12 mois (pré-marché)',
-    methode: 'Calibration des scores sur les ventes DVF observées dans les 12 mois.',
-    source: 'Domaine pré-marché',
-    limites: [
-      'Le domaine pré-marché n’est pas encore servi : aucune calibration, aucun coefficient, aucune cohorte mesurés.',
-    ],
+    methode: METHODE_PRE_MARCHE,
+    source: 'DPE et audits (ADEME), DVF (DGFiP, Etalab), SIRENE, BODACC, Sitadel importés ; `npm run modeles`',
+    limites: [],
   },
   travaux: {
     titre: 'Coût de sortie des passoires énergétiques (audits)',
@@ -128,7 +187,7 @@ interface LigneMesure {
 }
 
 /** The models a backtest measures (npm run modeles, recalibrerModeles): their sheet says when it has not run. */
-const AVEC_BACKTEST: readonly Modele[] = ['estimation', 'travaux', 'bareme_prix'];
+const AVEC_BACKTEST: readonly Modele[] = ['estimation', 'travaux', 'bareme_prix', 'pre_marche'];
 
 async function fiches(db: Queryable, dataset: Dataset, voulus: readonly Modele[]): Promise<Fiche[]> {
   const { rows } = await db.query<LigneMesure>(
@@ -142,6 +201,7 @@ async function fiches(db: Queryable, dataset: Dataset, voulus: readonly Modele[]
     `SELECT modele, texte FROM modeles_limites WHERE dataset = $1 AND modele = ANY($2::text[]) ORDER BY modele, rang`,
     [dataset, voulus],
   );
+  const preMarche = voulus.includes('pre_marche') ? await lireFichePreMarche(db, dataset) : null;
   return voulus.map((modele) => {
     const d = DESCRIPTIONS[modele];
     const lignes = rows.filter((r) => r.modele === modele);
@@ -172,11 +232,11 @@ async function fiches(db: Queryable, dataset: Dataset, voulus: readonly Modele[]
       methode: d.methode,
       source: d.source,
       mesures,
-      calibration: [],
-      coefficients: [],
-      coefficients_ajustes: [],
-      decroissance: [],
-      cohortes: [],
+      calibration: modele === 'pre_marche' ? (preMarche?.calibration ?? []) : [],
+      coefficients: modele === 'pre_marche' ? (preMarche?.coefficients ?? []) : [],
+      coefficients_ajustes: modele === 'pre_marche' ? (preMarche?.coefficients_ajustes ?? []) : [],
+      decroissance: modele === 'pre_marche' ? (preMarche?.decroissance ?? []) : [],
+      cohortes: modele === 'pre_marche' ? (preMarche?.cohortes ?? []) : [],
       limites: [...aucune, ...propres, ...d.limites],
       qualite: {
         n: mesures.length ? Math.max(...mesures.map((m) => m.echantillon ?? 0)) : null,
@@ -201,7 +261,9 @@ const DESCRIPTION = `Fiche de mesure de chaque modèle de référence : ce que s
 
 **Calendrier.** \`npm run modeles\` lance ces backtests ; chaque import DVF les relance par le workflow Temporal \`recalibrerModeles\` quand \`TEMPORAL_ADDRESS\` est défini (un seul par version des données : identifiant \`recalibrer-modeles-<jeu>-<version>\`), et le chargement du bac à sable les lance lui-même.
 
-**Décisions.** pre_marche et loyer n'ont pas de backtest : leur fiche est servie, sans mesure, et \`limites\` le dit. \`calibration\`, \`coefficients\`, \`coefficients_ajustes\`, \`decroissance\`, \`cohortes\` appartiennent au modèle pre_marche : vides tant que ce domaine n'est pas servi. \`qualite.n\` : le plus grand échantillon des mesures ; \`qualite.donnees_du\` : la date de la mesure la plus récente.`;
+**pre_marche** : la probabilité de vente à 12 mois de pre_marche_adresse et pre_marche_zone, entraînée et mesurée par \`npm run modeles\` sur des adresses tenues hors de l'ajustement : \`taux_base\`, \`taux_bande_haute\`, \`auc\`, \`ecart_calibration_max\` (points), \`bandes_dans_la_tolerance\` (pct) ; \`calibration\` : chaque bande avec son taux réel (\`taux_vente_12m_pct\`), le taux que le modèle prédisait pour les mêmes exemples (\`taux_predit_pct\`) et l'écart admis (\`tolerance_pct\` : ${TOLERANCE_Z} erreurs types binomiales, le quantile bilatéral à 99 % qui tient cinq bandes ensemble à 95 %, + ${TOLERANCE_PLANCHER_PCT} points) ; \`coefficients\` (tous les signaux) et \`coefficients_ajustes\` (les retenus, qui notent) ; \`decroissance\` ; \`cohortes\` par trimestre de DPE. Les champs de mise en vente (annonces) sont null : non mesurés.
+
+**Décisions.** loyer n'a pas de backtest : sa fiche est servie, sans mesure, et \`limites\` le dit. \`calibration\`, \`coefficients\`, \`coefficients_ajustes\`, \`decroissance\`, \`cohortes\` appartiennent au modèle pre_marche : vides pour les autres. \`qualite.n\` : le plus grand échantillon des mesures ; \`qualite.donnees_du\` : la date de la mesure la plus récente.`;
 
 const COMMUN = {
   tool: 'modeles',

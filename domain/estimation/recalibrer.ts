@@ -3,6 +3,7 @@ import type { Dataset } from '../platform/sandbox.ts';
 import { backtestBareme, type BacktestBareme } from './backtest-bareme.ts';
 import { backtestTravaux, type BacktestTravaux } from './backtest-travaux.ts';
 import { backtestEstimation, type Backtest } from './backtest.ts';
+import { entrainerPreMarche, type Entrainement } from '../pre-marche/entrainement.ts';
 
 /**
  * Every backtest behind GET /modeles, one after the other, each replacing its sheet: what `npm run modeles`, the
@@ -14,8 +15,10 @@ export interface Recalibrage {
   estimation: Backtest;
   travaux: BacktestTravaux;
   bareme_prix: BacktestBareme;
+  /** The pre-market model, trained and measured on held-out addresses, and its scores rebuilt. */
+  pre_marche: Entrainement;
   /** Run time of each backtest, in milliseconds. */
-  durees_ms: { estimation: number; travaux: number; bareme_prix: number };
+  durees_ms: { estimation: number; travaux: number; bareme_prix: number; pre_marche: number };
 }
 
 export async function recalibrerModeles(db: Db, dataset: Dataset, now = new Date()): Promise<Recalibrage> {
@@ -30,12 +33,15 @@ export async function recalibrerModeles(db: Db, dataset: Dataset, now = new Date
   const travaux = await backtestTravaux(db, dataset, now);
   const dTravaux = lap();
   const bareme_prix = await backtestBareme(db, dataset, now);
+  const dBareme = lap();
+  const pre_marche = await entrainerPreMarche(db, dataset, now);
   return {
     dataset,
     estimation,
     travaux,
     bareme_prix,
-    durees_ms: { estimation: dEstimation, travaux: dTravaux, bareme_prix: lap() },
+    pre_marche,
+    durees_ms: { estimation: dEstimation, travaux: dTravaux, bareme_prix: dBareme, pre_marche: lap() },
   };
 }
 

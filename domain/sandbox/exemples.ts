@@ -38,6 +38,18 @@ async function bail(): Promise<string> {
   return Buffer.from(await doc.save()).toString('base64');
 }
 
+/** A 15 m² extension against the south facade of the house, with its roof and an opening. */
+const EXTENSION = {
+  nature: 'extension',
+  largeur_m: 5,
+  profondeur_m: 3,
+  ancrage: 'accole_batiment',
+  cote: 'sud',
+  hauteur_m: 3,
+  toiture: 'un_pan',
+  ouvertures: [{ type: 'baie', facade: 'sud', largeur_m: 2.4 }],
+};
+
 const webhook = async ({ recepteur, appeler }: ContexteExemple) =>
   (await appeler('webhooks_creer', { url: `${recepteur}/svc`, genres: ['tache.terminee'] })).webhook.id as string;
 
@@ -185,6 +197,19 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   documents_urbanisme: [{ insee: '33234' }],
   permis_adresse_parcelle: [{ id_parcelle: '33001000AD0397' }],
   societes_civiles: [{ cle_ban: '33001_z003_00012' }],
+  // Pre-market, from the live data (no sandbox): a scored house with its civil company, an address of Strasbourg
+  // (outside the calibrated perimeter); Latresne's ranking, a postal code's houses, a radius.
+  pre_marche_adresse: [{ cle_ban: '33234_z011_00010' }, { cle_ban: ADRESSE_COMPLETE }, { cle_ban: '67482_z001_00002' }],
+  pre_marche_zone: [
+    { insee: '33234' },
+    { cp: '33360', type_bien: 'maison', limite: 5, inclure_deja_en_vente: 'true' },
+    { lat: 44.7808, lon: -0.4942, rayon_km: 1 },
+  ],
+  // Agencies: those of Latresne (two with listings), a page of a département, a brand; a sheet by SIREN (CABINET
+  // LATRESNE, found in SIRENE by the listings importer); a commune's market, one month and months since May.
+  agences: [{ insee: '33234' }, { departement: '33', limite: 2 }, { enseigne: 'cabinet', reseau: 'latresne' }],
+  agences_siren: [{ siren: '999675622' }],
+  agences_commune: [{ insee: '33234' }, { insee: '75111', depuis: '2025-05' }],
   question_hub: [{ question: 'Que valent les maisons à Latresne ?', contexte: { insee: '33234' } }],
   conversations_hub: [
     async ({ appeler }) => {
@@ -203,6 +228,33 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   resultat_lire_plu: [
     async ({ appeler }) => ({
       tache: (await appeler('lire_plu', { cle_ban: ADRESSE_PLU, nature_projet: 'piscine' })).tache.id,
+      attendre: 30,
+    }),
+  ],
+  // The parcel under a number of Latresne: an extension against its house, then a pool placed from a boundary.
+  coupes_facades: [
+    { adresse: '11 rue des Pins Latresne', code_postal: '33360', projets: [EXTENSION] },
+    {
+      lat: 44.782339,
+      lon: -0.498405,
+      pieces: ['coupe'],
+      projets: [{ nature: 'piscine', largeur_m: 4, profondeur_m: 2.5, ancrage: 'libre', profondeur_bassin_m: 1.5 }],
+    },
+  ],
+  preparer_dossier: [
+    { adresse: '11 rue des Pins Latresne', code_postal: '33360', projets: [EXTENSION], attendre: 30 },
+    {
+      lat: 44.782339,
+      lon: -0.498405,
+      formalite: 'aucune',
+      coupes: false,
+      projets: [{ ...EXTENSION, profondeur_m: 9 }],
+    },
+  ],
+  resultat_preparer_dossier: [
+    async ({ appeler }) => ({
+      tache: (await appeler('preparer_dossier', { adresse: '11 rue des Pins Latresne', projets: [EXTENSION] })).tache
+        .id,
       attendre: 30,
     }),
   ],

@@ -10,6 +10,7 @@ import { gpuPart } from './parts/gpu.ts';
 import { irisPart } from './parts/iris.ts';
 import { loyersPart } from './parts/loyers.ts';
 import { permisPart } from './parts/permis.ts';
+import { preMarcheDpePart, preMarcheDvfPart } from './parts/pre-marche.ts';
 import { sirenePart } from './parts/sirene.ts';
 import { supPart } from './parts/sup.ts';
 import { zonageAbcPart } from './parts/zonage-abc.ts';
@@ -57,7 +58,10 @@ export const SANDBOX_SEED = 33_234;
 const PARTS = [
   banPart,
   dvfPart,
+  // The pre-market history: more sales and DPE, drawn with known propensities (parts/pre-marche.ts).
+  preMarcheDvfPart,
   dpePart,
+  preMarcheDpePart,
   permisPart,
   sirenePart,
   bodaccPart,
@@ -72,7 +76,7 @@ const PARTS = [
 
 export type SandboxSource = (typeof PARTS)[number]['source'];
 /** Sources of the generated files, in import order. */
-export const SANDBOX_SOURCES: readonly SandboxSource[] = PARTS.map((p) => p.source);
+export const SANDBOX_SOURCES: readonly SandboxSource[] = [...new Set(PARTS.map((p) => p.source))];
 /**
  * Paths of the generated files by source, each list in import order (DPE before audits, units before establishments).
  * A source published as packages (the planning and easement upload folders) has the folder holding its packages.
@@ -88,7 +92,8 @@ export async function generateSandbox(dir: string, { seed }: { seed: number }): 
   const territoires = COMMUNES.map((c) => territoire(seed, c));
   const fichiers = {} as SandboxFiles;
   for (const part of PARTS) {
-    fichiers[part.source] = [];
+    // Several parts may write files of one source (the pre-market history's DPE and sales): they add up, in order.
+    fichiers[part.source] ??= [];
     for (const [nom, contenu] of part.fichiers(seed, territoires)) {
       const fichier = path.join(dir, nom);
       await mkdir(path.dirname(fichier), { recursive: true });

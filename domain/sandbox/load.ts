@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transaction, type Db, type Queryable } from '../../db/client.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../import/source.ts';
+import { reconstruireAgences, TABLES_AGENCES } from '../agences/derive.ts';
 import { emptyDvf } from '../dvf/partitions.ts';
 import { TABLES_DERIVEES } from '../estimation/backtest.ts';
 import { recalibrerModeles } from '../estimation/recalibrer.ts';
@@ -136,6 +137,8 @@ export async function clearDemonstration(db: Db, log: (line: string) => void = (
     for (const table of TABLES_DERIVEES) await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
     // The Communes market's rankings, quarters and pre-market made from them: rebuilt by the next import.
     for (const table of TABLES_MARCHE) await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
+    // The agencies made from the demonstration's companies and listings: rebuilt by the next import.
+    for (const table of TABLES_AGENCES) await client.query(`DELETE FROM ${table} WHERE dataset = 'live'`);
     await client.query('DELETE FROM parametres WHERE nom = $1', [PARAMETRE_DEMONSTRATION]);
   });
   forgetServedSource(db);
@@ -242,8 +245,10 @@ export async function loadSandbox(
         log(`${etape.source} ${nom} : ${r.lus} lus, ${r.gardes} gardés${rejets ? `, ${rejets} rejetés` : ''}`);
       }
     }
-    // The derived tables are rebuilt after the imports they depend on: the estimate's index and measured range, and
-    // the sheets of GET /modeles.
+    // The derived tables are rebuilt after the imports they depend on: the agencies and their activity, the
+    // estimate's index and measured range, and the sheets of GET /modeles.
+    const agences = await reconstruireAgences(db, dataset);
+    log(`agences : ${agences.agences} agences, activité jusqu’à ${agences.dernier_mois ?? '(aucune annonce)'}`);
     const r = await recalibrerModeles(db, dataset);
     log(
       `modeles : estimation mesurée sur ${r.estimation.estimees} ventes (${r.estimation.perimetre || 'rien à mesurer'}) ; travaux ${r.travaux.mesures.length} mesures ; barème ${r.bareme_prix.mesures.length} mesures`,

@@ -9,10 +9,10 @@ import { createTestApp, type TestApp } from '../support/app.ts';
 // refused so, nothing debited, rather than answered with an empty list or a 404.
 
 /**
- * Sandbox operations whose input names no territory: a model's measures, a task's result, a listing (an identifier:
- * one outside the frozen set is absent from it, 404).
+ * Sandbox operations whose input names no territory: a model's measures, a task's result, a listing or an agency (an
+ * identifier, a SIREN: one outside the frozen set is absent from it, 404).
  */
-const SANS_TERRITOIRE = new Set(['modeles', 'modeles_modele', 'resultat_lire_plu', 'annonce']);
+const SANS_TERRITOIRE = new Set(['modeles', 'modeles_modele', 'resultat_lire_plu', 'annonce', 'agences_siren']);
 
 const HORS: Record<string, Array<{ method: 'GET' | 'POST'; url: string; body?: object }>> = {
   resoudre_adresse: [
@@ -43,6 +43,12 @@ const HORS: Record<string, Array<{ method: 'GET' | 'POST'; url: string; body?: o
   prix_iris: [{ method: 'GET', url: '/iris/132010101' }],
   prix_iris_commune: [{ method: 'GET', url: '/communes/13201/iris' }],
   avis_zone: [{ method: 'GET', url: '/communes/13201/avis' }],
+  agences: [
+    { method: 'GET', url: '/agences?insee=13201' },
+    { method: 'GET', url: '/agences?cp=13001' },
+    { method: 'GET', url: '/agences?departement=13&enseigne=cabinet' },
+  ],
+  agences_commune: [{ method: 'GET', url: '/communes/13201/agences' }],
   taxe_amenagement: [
     {
       method: 'POST',

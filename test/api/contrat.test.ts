@@ -1,10 +1,14 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { createServer, type Server } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../domain/catalogue.ts';
 import { OPERATIONS } from '../../domain/operations.ts';
 import { EXEMPLES, type ContexteExemple, type Entree } from '../../domain/sandbox/exemples.ts';
 import { loadSandbox } from '../../domain/sandbox/load.ts';
+import { createFolderStorage } from '../../lib/storage.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { contractOf } from '../support/contrat.ts';
 import { schemaReply, startModelServer, type ModelServer } from '../support/model-server.ts';
@@ -20,6 +24,8 @@ let runtime: Awaited<ReturnType<typeof createRuntime>>;
 let model: ModelServer;
 let receiver: Server;
 let contrat: Awaited<ReturnType<typeof contractOf>>;
+/** Where the worker stores the dossiers' sheets for the app's links. */
+let fichiers: string | undefined;
 let live: string;
 let test: string;
 
@@ -53,9 +59,17 @@ async function served(
 
 beforeAll(async () => {
   runtime = await createRuntime();
-  t = await createTestApp({ services: { tasks: runtime.engine, hub: runtime.hub } });
+  // One file storage for the app and the worker: the dossiers' sheets the worker stores, the app's links serve.
+  fichiers = await mkdtemp(path.join(tmpdir(), 'svc-contrat-fichiers-'));
+  const files = {
+    storage: createFolderStorage(fichiers),
+    secret: 'secret-des-liens-du-contrat-0123456789',
+    baseUrl: null,
+    linkTtlS: 3600,
+  };
+  t = await createTestApp({ services: { tasks: runtime.engine, hub: runtime.hub, files } });
   model = await startModelServer(schemaReply);
-  await runtime.startWorker(t.db, model.url, t.app.pipeline);
+  await runtime.startWorker(t.db, model.url, t.app.pipeline, files);
   await loadSandbox(t.db, { dataset: 'sandbox' });
   await loadSandbox(t.db, { dataset: 'live' });
   receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
@@ -71,6 +85,7 @@ afterAll(async () => {
   await t?.close();
   await model?.close();
   receiver?.close();
+  if (fichiers) await rm(fichiers, { recursive: true, force: true });
 });
 
 describe('every operation serves what the description promises', () => {

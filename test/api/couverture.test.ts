@@ -80,6 +80,11 @@ const CAS: Record<string, { plein: Entree; vides: Entree[] }> = {
   },
   permis_adresse_parcelle: { plein: { id_parcelle: '33001000AD0397' }, vides: [{ id_parcelle: '13201000AB0001' }] },
   societes_civiles: { plein: { cle_ban: '33001_z003_00012' }, vides: [{ cle_ban: '67482_z001_00001' }] },
+  // The demonstration's agencies: Latresne's, then places and names with none (404 ressource_absente, said); a
+  // commune's market, then a commune and a month without agency.
+  agences: { plein: { insee: '33234' }, vides: [{ insee: '13201' }, { enseigne: 'zzqx' }] },
+  agences_siren: { plein: { siren: '999675622' }, vides: [{ siren: '000000000' }] },
+  agences_commune: { plein: { insee: '33234' }, vides: [{ insee: '13201' }, { insee: '33234', mois: '2020-01' }] },
   // The demonstration's journal: a commune of the territory, then places and a time it has no novelty of.
   flux_adresses: {
     plein: { insee: '33234' },
@@ -89,6 +94,18 @@ const CAS: Record<string, { plein: Entree; vides: Entree[] }> = {
   urbanisme_adresse: { plein: { cle_ban: '33234_z008_00018_ter' }, vides: [{ cle_ban: '13201_z001_00001' }] },
   urbanisme_adresse_point: { plein: { lat: 44.782339, lon: -0.498405 }, vides: [{ lat: 43.2965, lon: 5.3698 }] },
   documents_urbanisme: { plein: { insee: '33234' }, vides: [{ insee: '13201' }] },
+  // Pre-market: Alsace-Moselle is outside the calibrated perimeter; Marseille is outside the imported data.
+  pre_marche_adresse: { plein: { cle_ban: '33234_z011_00010' }, vides: [{ cle_ban: '67482_z001_00002' }] },
+  pre_marche_zone: { plein: { insee: '33234' }, vides: [{ insee: '67482' }, { insee: '13201' }] },
+  // A parcel of the demonstration, then a point no imported parcel lies under: the 404 explains itself.
+  coupes_facades: {
+    plein: {
+      adresse: '11 rue des Pins Latresne',
+      code_postal: '33360',
+      projets: [{ nature: 'abri', largeur_m: 2, profondeur_m: 2 }],
+    },
+    vides: [{ lat: 43.2965, lon: 5.3698, projets: [{ nature: 'abri', largeur_m: 2, profondeur_m: 2 }] }],
+  },
   // Computed from the law's values wherever the commune is: only an unknown commune yields nothing.
   taxe_amenagement: {
     plein: { insee: '33234', surface_taxable_creee_m2: 120, residence_principale: true },

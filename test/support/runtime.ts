@@ -3,6 +3,7 @@ import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import type { Db } from '../../db/client.ts';
 import { outilsDuHub } from '../../domain/hub/outils-hub.ts';
+import type { FileDelivery } from '../../domain/documents/telechargement.ts';
 import type { Pipeline } from '../../domain/invoke.ts';
 import { OPERATIONS } from '../../domain/operations.ts';
 import { createOutils } from '../../domain/outils.ts';
@@ -33,7 +34,7 @@ export async function createRuntime(options: { delaisLivraisonS?: number[] } = {
     /** The Hub's conversations on the same queue: a worker started with the app's pipeline answers them. */
     hub: createTemporalHub(temporal.client, { taskQueue }),
     /** A worker on this queue; with `pipeline`, the Hub's questions call the operations through it. */
-    async startWorker(db: Db, modelUrl: string | null, pipeline?: Pipeline) {
+    async startWorker(db: Db, modelUrl: string | null, pipeline?: Pipeline, files?: FileDelivery) {
       const worker = await startWorker({
         address,
         taskQueue,
@@ -44,6 +45,8 @@ export async function createRuntime(options: { delaisLivraisonS?: number[] } = {
             : null,
           outbound: createOutboundHttp({ allowLoopback: true }),
           modelConcurrency: 2,
+          // The generated files the worker stores (the dossiers' drawings), as the app that serves their links sees them.
+          files,
           // As the worker runs them: its pipeline has no task engine.
           hub: pipeline ? outilsDuHub(pipeline, createOutils(OPERATIONS), { taches: false }) : undefined,
         }),

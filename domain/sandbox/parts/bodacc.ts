@@ -3,7 +3,10 @@ import { csv, type SandboxPart } from '../part.ts';
 import type { InseeSandbox } from '../territoire.ts';
 import { societesDe, type Societe } from './sirene.ts';
 
-/** BODACC notices of the SCI of SIRENE (DILA export « annonces-commerciales »). */
+/**
+ * BODACC notices: those of the SCI of SIRENE (DILA export « annonces-commerciales »), and the agencies' filings of
+ * accounts (a DILA bulletin in its source format).
+ */
 
 /** By commune: the court that publishes the notices of its companies, and the registry they are registered at. */
 const GREFFES: Record<InseeSandbox, { tribunal: string; greffe: string }> = {
@@ -141,9 +144,66 @@ function bodaccCsv(seed: number, societes: Societe[]): string {
   );
 }
 
+/** The bulletin of filed accounts (BODACC C) of the sandbox: its date, its number. */
+const BILAN = { parution: '20250135', date: '2025-07-16' };
+
+const xml = (t: string) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * The agencies' filings of their 2024 accounts, as the DILA publishes them: one BODACC C bulletin in its source
+ * format (Bilan_XML_Rediff, the company's fields in the notice itself, SIREN written with spaces), read by the same
+ * importer as the real bulletins.
+ */
+function bilanXml(seed: number, societes: Societe[]): string {
+  const alea = new Alea(seed, 'bodacc:bilans');
+  const avis = societes
+    .filter((s) => s.genre === 'agence' && s.siege)
+    .map((s, i) => {
+      const n = s.siege!;
+      const greffe = GREFFES[s.commune.insee];
+      const sirenEspace = `${s.siren.slice(0, 3)} ${s.siren.slice(3, 6)} ${s.siren.slice(6)}`;
+      return `    <avis>
+      <typeAnnonce><annonce/></typeAnnonce>
+      <numeroAnnonce>${i + 1}</numeroAnnonce>
+      <numeroDepartement>${s.commune.departement}</numeroDepartement>
+      <tribunal>${xml(greffe.tribunal)}</tribunal>
+      <numeroImmatriculation>
+        <numeroIdentificationRCS>${sirenEspace}</numeroIdentificationRCS>
+        <codeRCS>RCS</codeRCS>
+        <nomGreffeImmat>${xml(greffe.greffe)}</nomGreffeImmat>
+      </numeroImmatriculation>
+      <denomination>${xml(s.denomination ?? '')}</denomination>
+      <formeJuridique>${xml(s.forme)}</formeJuridique>
+      <adresse>
+        <france>
+          <numeroVoie>${n.numero}${n.rep ? ` ${n.rep}` : ''}</numeroVoie>
+          <typeVoie>${xml(n.voie.type.toLowerCase())}</typeVoie>
+          <nomVoie>${xml(n.voie.libelle)}</nomVoie>
+          <codePostal>${n.voie.codePostal}</codePostal>
+          <ville>${xml(s.commune.nom)}</ville>
+        </france>
+      </adresse>
+      <depot>
+        <dateCloture>2024-12-31</dateCloture>
+        <typeDepot>${alea.pick(['Comptes annuels et rapports', 'Comptes annuels (avec déclaration de confidentialité)'])}</typeDepot>
+      </depot>
+    </avis>`;
+    });
+  return `<?xml version="1.0" encoding="utf-8"?>
+<Bilan_XML_Rediff>
+  <parution>${BILAN.parution}</parution>
+  <dateParution>${BILAN.date}</dateParution>
+  <listeAvis>
+${avis.join('\n')}
+  </listeAvis>
+</Bilan_XML_Rediff>
+`;
+}
+
 export const bodaccPart: SandboxPart<'bodacc'> = {
   source: 'bodacc',
   fichiers: (seed, territoires) => [
     ['bodacc-annonces-commerciales.csv', bodaccCsv(seed, societesDe(seed, territoires))],
+    [`BILAN_BXC${BILAN.parution}.xml`, bilanXml(seed, societesDe(seed, territoires))],
   ],
 };

@@ -29,10 +29,10 @@ interface Marche {
   ventes: Array<readonly [TypeVente, number]>;
 }
 
-const ANNEES = [2018, 2019, 2020, 2021, 2022, 2023, 2024, 2025];
+export const ANNEES = [2018, 2019, 2020, 2021, 2022, 2023, 2024, 2025];
 
-/** By commune; null where DVF does not publish. */
-const MARCHES: Record<InseeSandbox, Marche | null> = {
+/** By commune; null where DVF does not publish. The pre-market history (parts/pre-marche.ts) prices its sales on it. */
+export const MARCHES: Record<InseeSandbox, Marche | null> = {
   '33234': {
     prixM2: [3000, 3200, 3400, 3700, 3950, 3900, 3800, 3800],
     prixTerrainM2: 180,

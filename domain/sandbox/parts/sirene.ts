@@ -174,6 +174,38 @@ export function societesDe(seed: number, territoires: Territoire[]): Societe[] {
       });
     }
   }
+  // Two more agencies a commune: professionals the listings name (« CABINET <commune> (FICTIVE) »…), which the
+  // listings importer finds in SIRENE by name and postal code, so that the agencies have an activity to serve. Drawn
+  // from a stream of their own, after the others: the companies above keep their SIREN and everything drawn from it.
+  const cabinets = new Alea(seed, 'sirene:cabinets');
+  for (const t of territoires) {
+    const c = t.commune;
+    for (const nom of ['CABINET', 'TRANSACTIONS']) {
+      let s: string;
+      do {
+        const base = `999${String(cabinets.int(0, 99_999)).padStart(5, '0')}`;
+        s = base + luhn(base);
+      } while (sirens.has(s));
+      sirens.add(s);
+      const nicBase = `000${cabinets.int(1, 3)}`;
+      const nic = nicBase + luhn(s + nicBase);
+      out.push({
+        genre: 'agence',
+        siren: s,
+        siret: s + nic,
+        nic,
+        denomination: `${nom} ${c.acheminement} ${FICTIF.societe}`,
+        forme: 'Société à responsabilité limitée',
+        categorie: '5499',
+        ape: '68.31Z',
+        creeLe: cabinets.day('2005-01-01', '2021-12-31'),
+        cesseLe: null,
+        capital: cabinets.pick([7500, 10_000, 50_000]),
+        siege: cabinets.pick(t.numeros),
+        commune: c,
+      });
+    }
+  }
   return out;
 }
 

@@ -298,10 +298,13 @@ describe('faits_adresse', () => {
       mediane_m2_12_mois: 4278,
       qualite: { n: 2, donnees_du: '2026-09-15' },
     });
-    // No listing in this database: the listing group and the neighbourhood's en_vente are null, and said.
+    // No listing in this database: the listing group and the neighbourhood's en_vente are null, and said; nor any
+    // pre-market model trained on it: its group is null, and said.
     expect(body.annonce).toBeNull();
+    expect(body.pre_marche).toBeNull();
     expect(body.limites).toEqual([
       'annonce, ilot.en_vente, ilot.vente_directe : null, aucune annonce n’est importée dans ces données.',
+      'pre_marche : aucun modèle pré-marché calibré sur ces données (npm run modeles).',
     ]);
     expect(res.headers['svc-donnees-du']).toBe('2026-09-15');
   });

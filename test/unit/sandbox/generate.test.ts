@@ -60,7 +60,12 @@ async function rows(file: string, separator: string): Promise<Array<Record<strin
 describe('generateSandbox', () => {
   it('writes one or more files per source', () => {
     for (const s of SANDBOX_SOURCES) expect(a[s].length, s).toBeGreaterThan(0);
-    expect(a.dpe.map((f) => path.basename(f))).toEqual(['dpe-logements-existants.csv', 'audits-energetiques.csv']);
+    expect(a.dpe.map((f) => path.basename(f))).toEqual([
+      'dpe-logements-existants.csv',
+      'audits-energetiques.csv',
+      'dpe-historique-pre-marche.csv',
+      'audits-historique-pre-marche.csv',
+    ]);
     expect(a.sirene.map((f) => path.basename(f))).toEqual(['StockUniteLegale.csv', 'StockEtablissement.csv']);
   });
 
