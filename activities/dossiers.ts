@@ -19,12 +19,9 @@ import { signedLink, storageKey, type FileDelivery } from '../domain/documents/t
 import { ApiError } from '../domain/errors.ts';
 import { servedSource } from '../domain/qualite.ts';
 import { completeTask, failTask, TASK_RETENTION_DAYS } from '../domain/taches/taches.ts';
-import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import { randomToken } from '../lib/crypto.ts';
 import { ModelError, type Model } from '../lib/model.ts';
-import { modelFailure, taskRow, type Semaphore } from './shared.ts';
-
-export const RESULTAT_DOSSIER = (id: string) => `/api/v1/urbanisme/dossiers/${id}`;
+import { announceEnd, modelFailure, taskRow, type Semaphore } from './shared.ts';
 
 const entreeDe = async (db: Db, tacheId: string) => (await taskRow(db, tacheId)).entree as unknown as EntreeDossier;
 
@@ -33,27 +30,6 @@ function echecDomaine(error: unknown): unknown {
   if (error instanceof ApiError)
     return ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: true });
   return error;
-}
-
-async function annoncerFin(db: Db, id: string): Promise<string[]> {
-  const task = await taskRow(db, id);
-  const genre = task.statut === 'terminee' ? 'tache.terminee' : 'tache.echouee';
-  return enqueueEvent(db, {
-    organisationId: task.organisation_id,
-    genre,
-    evenement: `${genre}:${id}`,
-    alsoUrl: task.webhook,
-    donnees: {
-      tache: {
-        id,
-        operation: task.operation,
-        statut: task.statut,
-        termine_le: task.termine_le ? new Date(task.termine_le).toISOString() : null,
-        resultat_url: RESULTAT_DOSSIER(id),
-      },
-      erreur: task.erreur,
-    },
-  });
 }
 
 async function stocker(files: FileDelivery, bytes: Uint8Array, type: string, nom: string, now: Date) {
@@ -194,12 +170,12 @@ export function createDossierActivities(deps: {
         )
         .digest('base64url');
       await completeTask(db, args.tacheId, resultat, { debit: true, fingerprint });
-      return annoncerFin(db, args.tacheId);
+      return announceEnd(db, args.tacheId);
     },
 
     async echouerDossier(args: { tacheId: string; code: string; detail: string }): Promise<string[]> {
       await failTask(db, args.tacheId, { code: args.code, detail: args.detail });
-      return annoncerFin(db, args.tacheId);
+      return announceEnd(db, args.tacheId);
     },
   };
 }

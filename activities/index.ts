@@ -13,7 +13,6 @@ import {
   type PluInput,
 } from '../domain/plu/service.ts';
 import { completeTask, failTask, markRunning } from '../domain/taches/taches.ts';
-import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import { ModelError, type Model } from '../lib/model.ts';
 import type { OutboundHttp } from '../lib/outbound-http.ts';
 import type { FileDelivery } from '../domain/documents/telechargement.ts';
@@ -23,7 +22,7 @@ import { createEstimationActivities } from './estimation.ts';
 import { createHubActivities, type HubDeps } from './hub.ts';
 import { createModelesActivities } from './modeles.ts';
 import { createWebhookActivities } from './webhooks.ts';
-import { createSemaphore, modelFailure, taskRow, type Semaphore } from './shared.ts';
+import { announceEnd, createSemaphore, modelFailure, taskRow, type Semaphore } from './shared.ts';
 
 export interface ActivityDeps {
   db: Db;
@@ -46,28 +45,6 @@ function asFailure(error: unknown): unknown {
   }
   if (error instanceof ModelError) return modelFailure(error, `Modèle : ${error.message}`);
   return error;
-}
-
-/** The end of a task, as delivered to subscribers: the task, never its result (read it at `resultat_url`). */
-async function announceEnd(db: Db, id: string): Promise<string[]> {
-  const task = await taskRow(db, id);
-  const genre = task.statut === 'terminee' ? 'tache.terminee' : 'tache.echouee';
-  return enqueueEvent(db, {
-    organisationId: task.organisation_id,
-    genre,
-    evenement: `${genre}:${id}`,
-    alsoUrl: task.webhook,
-    donnees: {
-      tache: {
-        id,
-        operation: task.operation,
-        statut: task.statut,
-        termine_le: task.termine_le ? new Date(task.termine_le).toISOString() : null,
-        resultat_url: `/api/v1/urbanisme/reglements/${id}`,
-      },
-      erreur: task.erreur,
-    },
-  });
 }
 
 /** Every activity of the service, over narrow dependencies (tests pass their own). */

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../db/client.ts';
 import type { TaskRow } from '../domain/taches/taches.ts';
+import { enqueueEvent } from '../domain/webhooks/evenements.ts';
 import type { ModelError } from '../lib/model.ts';
 
 /** Runs at most `size` pieces of work at once; the others wait their turn in order. */
@@ -45,5 +46,35 @@ export function modelFailure(error: ModelError, message: string): ApplicationFai
     message,
     nonRetryable: !error.retryable,
     ...(error.retryAfterMs !== null ? { nextRetryDelay: error.retryAfterMs } : {}),
+  });
+}
+
+/** Where the result of each task operation is read: its result operation's path. */
+const RESULTAT_DE: Record<string, (id: string) => string> = {
+  lire_plu: (id) => `/api/v1/urbanisme/reglements/${id}`,
+  preparer_dossier: (id) => `/api/v1/urbanisme/dossiers/${id}`,
+};
+
+/** The end of a task, as delivered to subscribers: the task, never its result (read it at `resultat_url`). */
+export async function announceEnd(db: Db, id: string): Promise<string[]> {
+  const task = await taskRow(db, id);
+  const genre = task.statut === 'terminee' ? 'tache.terminee' : 'tache.echouee';
+  const resultat = RESULTAT_DE[task.operation];
+  if (!resultat) throw new Error(`announceEnd : opération ${task.operation} sans adresse de résultat`);
+  return enqueueEvent(db, {
+    organisationId: task.organisation_id,
+    genre,
+    evenement: `${genre}:${id}`,
+    alsoUrl: task.webhook,
+    donnees: {
+      tache: {
+        id,
+        operation: task.operation,
+        statut: task.statut,
+        termine_le: task.termine_le ? new Date(task.termine_le).toISOString() : null,
+        resultat_url: resultat(id),
+      },
+      erreur: task.erreur,
+    },
   });
 }
