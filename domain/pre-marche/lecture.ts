@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/client.ts';
 import type { Dataset } from '../platform/sandbox.ts';
 import { SIGNAUX } from './signaux.ts';
-import type { Variables } from './signaux.ts';
+import type { Score } from './entrainement.ts';
 
 /**
  * Reads of the derived tables (db/migrations/037_pre_marche.sql): the model of a dataset, and the rows of addresses
@@ -68,49 +68,17 @@ export async function lireModele(db: Queryable, dataset: Dataset): Promise<Model
   };
 }
 
-export interface LigneScore {
-  cle_ban: string;
-  insee: string;
-  code_postal: string | null;
-  adresse: string | null;
-  commune: string | null;
-  lat: number | null;
-  lon: number | null;
+/**
+ * A row of pre_marche_scores as the operations read it: the score as the training wrote it (its DPE number and count
+ * are not read back; a stored type or label may be wider than a trained one), with when it was computed.
+ */
+export type LigneScore = Omit<Score, 'numero_dpe' | 'nb_dpe' | 'type_bien' | 'etiquette'> & {
   type_bien: 'maison' | 'appartement' | 'immeuble' | 'autre';
-  dpe_le: string;
   etiquette: string | null;
-  periode_construction: string | null;
-  chauffage: string | null;
-  surface_m2: number | null;
-  audit_le: string | null;
-  pack_pre_vente: boolean;
-  variables: Variables;
-  signaux: string[];
-  indice: number | null;
-  bande: string | null;
-  p_vente: number | null;
-  lift: number | null;
-  fenetre: number;
-  priorite: number | null;
-  vendue_depuis: boolean;
-  derniere_vente_le: string | null;
-  derniere_vente_prix: number | null;
-  hors_perimetre: string | null;
-  societes: Array<{
-    denomination: string;
-    siren: string | null;
-    forme: string | null;
-    dernier_avis: string | null;
-    le: string | null;
-  }>;
-  permis: { n: number; dernier_le: string; type: string } | null;
-  logements: { nombre: number; source: 'dpe' | 'copropriete' | 'maison' };
-  frise: Array<{ date: string; type: string; libelle: string; detail: string | null; apres_dpe: boolean }>;
-  fiabilite: 'mesure' | 'indicatif';
   calcule_le: Date;
   /** Read at the request: a listing online attached to the address's BAN number. */
   en_vente: boolean;
-}
+};
 
 export const COLONNES_SCORE = `s.cle_ban, s.insee, s.code_postal, s.adresse, s.commune, s.lat, s.lon, s.type_bien,
   to_char(s.dpe_le, 'YYYY-MM-DD') AS dpe_le, s.etiquette, s.periode_construction, s.chauffage, s.surface_m2,
