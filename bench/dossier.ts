@@ -1,8 +1,8 @@
 /**
  * Dossier building end to end (`npm run bench -- dossier`, or `node bench/dossier.ts`): the service as `npm start`
  * runs it (bench/service.ts), with a scripted model for the notice (test/support/model-server.ts: the real openai
- * client, answers at once), the zones around the demonstration's Latresne given a rules document and its reading put
- * in lire_plu's cache (so that the rules come from the cache, as they do once a zone has been read), then
+ * client, answers at once), on the demonstration's Latresne, whose zones come with their rules document and its
+ * reading in lire_plu's cache (as they are once a zone has been read), then
  * `POST /api/v1/urbanisme/dossiers` for a 15 m² extension on a parcel with a house, one at a time, each awaited with
  * `attendre`: the time from the POST to the finished dossier (site, rules, formality, plot plan, section and facades
  * drawn and stored, notice drafted, checked and rendered as PDF and Word, bordereau). Target: p95 under 10 s.
@@ -27,40 +27,6 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 };
 
-/** Rules as lire_plu's reading keeps them: measurable ones, so that every dossier checks them. */
-const REGLES = [
-  [
-    'limites_separatives',
-    'distance_min',
-    3,
-    'm',
-    'Les constructions sont implantées à 3 mètres au moins des limites séparatives.',
-    12,
-  ],
-  ['hauteur', 'plafond', 7, 'm', 'La hauteur maximale des constructions est fixée à 7 mètres.', 14],
-  ['emprise_sol', 'pourcentage_max', 40, '%', "L'emprise au sol ne peut excéder 40 % du terrain.", 13],
-].map(([theme, forme, valeur, unite, citation, page]) => ({
-  theme,
-  objets: [],
-  secteurs: [],
-  exceptions: null,
-  forme,
-  valeur,
-  unite,
-  diviseur: null,
-  minimum_m: null,
-  conditions: null,
-  mesure: null,
-  resume: citation,
-  citation,
-  article: null,
-  page,
-  a_confirmer: false,
-  reserves: [],
-  lien: null,
-  portee: 'generale',
-}));
-
 /** The notice as a model drafts it: sentences built from the facts it is sent. */
 function notice(body: ChatRequestBody) {
   const faits = JSON.parse(promptText(body).split('Faits du dossier :\n')[1] ?? '{}');
@@ -81,34 +47,15 @@ async function main() {
   });
   const db = createDb((await readFile(path.join(path.dirname(service.logFile), 'postgres.url'), 'utf8')).trim(), 2);
   try {
-    // The demonstration publishes no rules documents: the zones around Latresne's parcels get one each (this
-    // service's own throwaway data), then lire_plu's cache gets their reading.
-    await db.query(
-      `UPDATE zones_urbanisme z SET reglement_url = 'https://bench.invalid/' || z.idurba || '/reglement.pdf#page=7'
-        WHERE z.dataset = 'live' AND coalesce(z.reglement_url, '') = '' AND EXISTS (
-          SELECT 1 FROM cadastre_parcelles p WHERE p.dataset = 'live' AND p.commune = '33234'
-             AND box(point(p.bbox_xmin, p.bbox_ymin), point(p.bbox_xmax, p.bbox_ymax))
-              && box(point(z.bbox_xmin, z.bbox_ymin), point(z.bbox_xmax, z.bbox_ymax)))`,
+    // The demonstration's zones come with their rules document and its reading (domain/sandbox/parts/reglements.ts).
+    const { rows: z } = await db.query<{ n: number }>(
+      `SELECT count(DISTINCT z.libelle)::int AS n FROM zones_urbanisme z
+         JOIN reglements_pdf p ON p.url = split_part(z.reglement_url, '#', 1)
+         JOIN lectures_plu l ON l.document_sha256 = p.sha256 AND l.zone = z.libelle AND l.version = $1
+        WHERE z.dataset = 'live' AND z.insee = '33234'`,
+      [LECTURE_VERSION],
     );
-    const { rowCount: zones } = await db.query(
-      `WITH z AS (SELECT DISTINCT libelle, split_part(reglement_url, '#', 1) AS url FROM zones_urbanisme
-                   WHERE dataset = 'live' AND reglement_url LIKE 'https://bench.invalid/%'),
-            p AS (INSERT INTO reglements_pdf (url, sha256, taille_octets, pages, nb_pages, scanne)
-                  SELECT DISTINCT url, md5(url), 1000, '[]'::jsonb, 16, false FROM z ON CONFLICT (url) DO NOTHING)
-       INSERT INTO lectures_plu (document_sha256, zone, version, contenu, modele)
-       SELECT md5(url), libelle, $1, $2, 'modele-test' FROM z ON CONFLICT DO NOTHING`,
-      [
-        LECTURE_VERSION,
-        JSON.stringify({
-          regles: REGLES,
-          definitions: [],
-          renvois: [],
-          non_trouve: [],
-          citations_ecartees: 0,
-          pages_lues: [],
-        }),
-      ],
-    );
+    const zones = z[0].n;
     // Parcels of Latresne carrying a house.
     const { rows: parcelles } = await db.query<{ id: string }>(
       `SELECT p.id FROM cadastre_parcelles p

@@ -3,6 +3,7 @@
  * one authenticated call and one task (Temporal workflow run by the worker) must succeed. Prints `SVC_CLE=<key>` for the schemathesis run that follows.
  */
 import { SCOPES } from '../domain/catalogue.ts';
+import { extractPages } from '../domain/plu/pdf-text.ts';
 
 const [base, adminToken] = process.argv.slice(2);
 if (!base || !adminToken) throw new Error('usage: ci-smoke.ts <base url> <admin token>');
@@ -34,4 +35,36 @@ const task = await call(
   { lat: 45.5, lon: 1.5, attendre: 30 },
 );
 if (task.tache?.statut !== 'terminee') throw new Error(`task not ended: ${JSON.stringify(task)}`);
+// Dossier building on the demonstration territory, as a new user tries it (issue #33's acceptance): a 15 m²
+// extension at an address gives a declaration with its DPMI pieces in order, a plot plan and a section whose text
+// holds the scale and the distance to the boundary, and the zone's rules checked with their quotations.
+const auth = { authorization: `Bearer ${key.cle}`, 'content-type': 'application/json' };
+const [adresse] = (
+  await call('GET', `/api/v1/adresses/recherche?q=${encodeURIComponent('3 Chemin des Prés Latresne')}`, auth)
+).candidats;
+const dossier = await call('POST', '/api/v1/urbanisme/dossiers', auth, {
+  adresse: adresse.libelle,
+  attendre: 60,
+  projets: [
+    { nature: 'extension', largeur_m: 5, profondeur_m: 3, ancrage: 'accole_batiment', cote: 'sud', hauteur_m: 3 },
+  ],
+});
+const r = dossier.resultat;
+const pieces = r?.pieces?.map((p: { code: string }) => p.code) ?? [];
+const verifiees = r?.regles?.verifications?.filter((v: { citation?: string }) => v.citation) ?? [];
+if (
+  dossier.tache?.statut !== 'terminee' ||
+  r.formalite.cerfa.numero !== '13703' ||
+  pieces.slice(0, 4).join() !== 'DPMI1,DPMI2,DPMI3,DPMI4' ||
+  r.regles.etat !== 'lues' ||
+  verifiees.length === 0
+)
+  throw new Error(`demonstration dossier: ${JSON.stringify(dossier).slice(0, 2000)}`);
+for (const piece of r.pieces.filter((p: { code: string }) => p.code === 'DPMI2' || p.code === 'DPMI3')) {
+  const pdf = await fetch(new URL(piece.url, base));
+  const text = pdf.ok ? (await extractPages(new Uint8Array(await pdf.arrayBuffer()))).pages.join(' ') : '';
+  // The scale of the sheet, and the distance to a boundary (plot plan) or to both (section), as drawn.
+  if (piece.etat !== 'prete' || !/Échelle : 1\/\d+/.test(text) || !/\d+,\d\d m/.test(text))
+    throw new Error(`demonstration dossier ${piece.code}: ${pdf.status} ${text.slice(0, 500)}`);
+}
 console.log(`SVC_CLE=${key.cle}`);

@@ -18,6 +18,7 @@ import {
 } from '../domain/import/cli.ts';
 import { ImportError, type ImportReport, type ImportSource } from '../domain/import/source.ts';
 import { loyersSource } from '../domain/loyers/import.ts';
+import { lecturesPluSource } from '../domain/plu/import-lectures.ts';
 import { versionDvf } from '../domain/estimation/recalibrer.ts';
 import { clearDemonstration } from '../domain/sandbox/load.ts';
 import { irisSource } from '../domain/territoire/import-iris.ts';
@@ -45,6 +46,7 @@ const SOURCES: Record<string, ImportSource> = Object.fromEntries(
     dvfSource,
     dpeSource,
     gpuSource,
+    lecturesPluSource,
     supSource,
     cadastreSource,
     statutCommunesSource,

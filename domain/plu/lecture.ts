@@ -178,13 +178,20 @@ export interface ReadZoneRulesResult {
 const DEFAULT_PAGES_PER_CALL = 8;
 const DEFAULT_CONCURRENCY = 2;
 
-export async function readZoneRules(input: ReadZoneRulesInput): Promise<ReadZoneRulesResult> {
-  const { pages, model } = input;
+/** What a reading covers: the zone's chapter and the general provisions, and their pages with text. */
+interface Plan {
+  zone: string;
+  themes: Theme[];
+  chapter: PageRange;
+  general: PageRange | null;
+  chapterPages: number[];
+  generalPages: number[];
+}
+
+function plan(input: Omit<ReadZoneRulesInput, 'model'>): Plan | ReadZoneRulesResult {
+  const { pages } = input;
   const zone = input.zoneCode.trim();
   const themes: Theme[] = input.themes?.length ? THEMES.filter((t) => input.themes!.includes(t)) : [...THEMES];
-  const nature = input.natureProjet ?? null;
-  input.signal?.throwIfAborted();
-
   const chapter = input.chapter === undefined ? locateZoneChapter(pages, zone) : input.chapter;
   if (!chapter) {
     const raison = `chapitre de la zone ${zone} introuvable dans le règlement`;
@@ -196,26 +203,34 @@ export async function readZoneRules(input: ReadZoneRulesInput): Promise<ReadZone
   const hasText = (p: number) => p >= 1 && p <= pages.length && pages[p - 1].trim() !== '';
   const chapterPages = range(chapter).filter(hasText);
   const generalPages = general ? range(general).filter(hasText) : [];
-  const chapterLabel = `${chapter.first}-${chapter.last}`;
   if (chapterPages.length === 0) {
-    return empty(themes, `pages du chapitre de la zone ${zone} (pages ${chapterLabel}) sans texte lisible`);
+    return empty(
+      themes,
+      `pages du chapitre de la zone ${zone} (pages ${chapter.first}-${chapter.last}) sans texte lisible`,
+    );
   }
+  return { zone, themes, chapter, general, chapterPages, generalPages };
+}
 
+export async function readZoneRules(input: ReadZoneRulesInput): Promise<ReadZoneRulesResult> {
+  input.signal?.throwIfAborted();
+  const p = plan(input);
+  if (!('chapter' in p)) return p;
   const perCall = Math.max(1, Math.floor(input.maxPagesPerCall ?? DEFAULT_PAGES_PER_CALL));
   const chunks: { kind: 'chapitre' | 'generales'; pages: number[] }[] = [
-    ...chunk(chapterPages, perCall).map((list) => ({ kind: 'chapitre' as const, pages: list })),
-    ...chunk(generalPages, perCall).map((list) => ({ kind: 'generales' as const, pages: list })),
+    ...chunk(p.chapterPages, perCall).map((list) => ({ kind: 'chapitre' as const, pages: list })),
+    ...chunk(p.generalPages, perCall).map((list) => ({ kind: 'generales' as const, pages: list })),
   ];
 
-  const system = systemPrompt(zone, themes);
+  const system = systemPrompt(p.zone, p.themes);
   const internal = new AbortController();
   const signal = input.signal ? AbortSignal.any([input.signal, internal.signal]) : internal.signal;
   const answers = await pool(
     chunks.map(
       (part) => () =>
-        model.complete<LectureModele>({
+        input.model.complete<LectureModele>({
           system,
-          user: userPrompt(zone, themes, nature, part.kind, part.pages, pages),
+          user: userPrompt(p.zone, p.themes, input.natureProjet ?? null, part.kind, part.pages, input.pages),
           schema: LECTURE_SCHEMA,
           schemaName: LECTURE_SCHEMA_NAME,
           signal,
@@ -225,7 +240,23 @@ export async function readZoneRules(input: ReadZoneRulesInput): Promise<ReadZone
     Math.max(1, input.concurrency ?? DEFAULT_CONCURRENCY),
     internal,
   );
+  return verify(input, p, answers);
+}
 
+/**
+ * A reading given as answers of the model's shape (a file of readings: domain/plu/import-lectures.ts), checked
+ * exactly as a model's answers are: what the page text does not prove is discarded and counted.
+ */
+export function checkReading(input: Omit<ReadZoneRulesInput, 'model'>, answers: LectureModele[]): ReadZoneRulesResult {
+  const p = plan(input);
+  return 'chapter' in p ? verify(input, p, answers) : p;
+}
+
+function verify(input: Omit<ReadZoneRulesInput, 'model'>, p: Plan, answers: LectureModele[]): ReadZoneRulesResult {
+  const { pages } = input;
+  const { zone, themes, chapter, general, chapterPages, generalPages } = p;
+  const nature = input.natureProjet ?? null;
+  const chapterLabel = `${chapter.first}-${chapter.last}`;
   const index = input.index ?? createQuotationIndex(pages);
   const scope: PageRange[] = general ? [chapter, general] : [chapter];
   const inGeneral = (p: number) => general !== null && p >= general.first && p <= general.last;

@@ -17,7 +17,7 @@ import { extractPages, isScanned } from './pdf-text.ts';
 
 /** Rules PDFs are fetched again after this long (a commune may publish a modified rules document). */
 const PDF_REFRESH_HOURS = 24;
-const PDF_MAX_BYTES = 60 * 2 ** 20;
+export const PDF_MAX_BYTES = 60 * 2 ** 20;
 
 /** A task failure with a stable code (the task's `erreur.code`) and whether retrying can mend it. */
 export class PluError extends Error {
@@ -89,10 +89,13 @@ export async function locate(db: Db, input: PluInput): Promise<LieuPlu> {
 
 /** Step 2: the rules PDF, fetched through the outbound client and read page by page; kept for the quotation check. */
 export async function loadRules(deps: { db: Db; outbound: OutboundHttp }, url: string): Promise<DocumentLu> {
+  // A name of the special-use domain .invalid (RFC 6761) never resolves: a document held under one (the
+  // demonstration's, domain/sandbox/parts/reglements.ts) is kept as it is, never fetched again.
+  const jamaisRecupere = URL.canParse(url) && new URL(url).hostname.endsWith('.invalid');
   const { rows } = await deps.db.query(
     `SELECT id, sha256, nb_pages, scanne FROM reglements_pdf
-      WHERE url = $1 AND recupere_le > now() - make_interval(hours => $2)`,
-    [url, PDF_REFRESH_HOURS],
+      WHERE url = $1 AND (recupere_le > now() - make_interval(hours => $2) OR $3)`,
+    [url, PDF_REFRESH_HOURS, jamaisRecupere],
   );
   if (rows[0])
     return { id: Number(rows[0].id), sha256: rows[0].sha256, nbPages: rows[0].nb_pages, scanne: rows[0].scanne };

@@ -11,6 +11,7 @@ import { irisPart } from './parts/iris.ts';
 import { loyersPart } from './parts/loyers.ts';
 import { permisPart } from './parts/permis.ts';
 import { preMarcheDpePart, preMarcheDvfPart } from './parts/pre-marche.ts';
+import { reglementsPart } from './parts/reglements.ts';
 import { sirenePart } from './parts/sirene.ts';
 import { supPart } from './parts/sup.ts';
 import { zonageAbcPart } from './parts/zonage-abc.ts';
@@ -67,6 +68,8 @@ const PARTS = [
   bodaccPart,
   irisPart,
   gpuPart,
+  // The zones' rules documents and their readings, after the zones that name them.
+  reglementsPart,
   supPart,
   cadastrePart,
   loyersPart,
@@ -94,7 +97,7 @@ export async function generateSandbox(dir: string, { seed }: { seed: number }): 
   for (const part of PARTS) {
     // Several parts may write files of one source (the pre-market history's DPE and sales): they add up, in order.
     fichiers[part.source] ??= [];
-    for (const [nom, contenu] of part.fichiers(seed, territoires)) {
+    for (const [nom, contenu] of await part.fichiers(seed, territoires)) {
       const fichier = path.join(dir, nom);
       await mkdir(path.dirname(fichier), { recursive: true });
       await writeFile(fichier, contenu, 'utf8');

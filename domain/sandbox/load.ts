@@ -65,6 +65,8 @@ const ETAPES: Etape[] = [
       'documents_urbanisme',
     ],
   },
+  // The zones' rules documents and their readings: lire_plu's cache, keyed by content, not by dataset.
+  { source: 'reglements', module: '../plu/import-lectures.ts', export: 'lecturesPluSource', tables: [] },
   {
     source: 'sup',
     module: '../urbanisme/sup-import.ts',

@@ -4,7 +4,7 @@ import type { Territoire } from './territoire.ts';
  * A part of the sandbox: the files of one source, written in its official format over the generated territory, for
  * the source's real importer to load them (load.ts). generate.ts lists the parts.
  */
-export interface SandboxPart<S extends string = string> {
+export interface SandboxPart<S extends string = string, R extends Fichiers | Promise<Fichiers> = Fichiers> {
   source: S;
   /**
    * Names and contents of the files, in import order: text written in UTF-8, or bytes as they are (a source
@@ -12,8 +12,11 @@ export interface SandboxPart<S extends string = string> {
    * streams of its own (`new Alea(seed, 'label')`) and never changes the territories, which every part shares, so
    * that another part never moves its files.
    */
-  fichiers(seed: number, territoires: Territoire[]): Array<[nom: string, contenu: string | Uint8Array]>;
+  fichiers(seed: number, territoires: Territoire[]): R;
 }
+
+/** What a part writes; a part that needs asynchronous work (a PDF) returns a promise of it. */
+export type Fichiers = Array<[nom: string, contenu: string | Uint8Array]>;
 
 /** Marks of fictitious content in free fields. */
 export const FICTIF = {

@@ -18,7 +18,7 @@ import { COMMUNES, position, rectangle, type CommuneDef, type InseeSandbox } fro
  * By commune: the planning document (IDURBA, prefix of its files, approval date), the zones of the grid row by row
  * from the north-west, and how its DBFs are encoded.
  */
-const PLU: Record<
+export const PLU: Record<
   InseeSandbox,
   {
     idurba: string;
@@ -77,7 +77,7 @@ const PLU: Record<
   },
 };
 
-const ZONES: Record<string, { libelong: string; typezone: string; destdomi: string; page: number }> = {
+export const ZONES: Record<string, { libelong: string; typezone: string; destdomi: string; page: number }> = {
   UA: { libelong: 'Zone urbaine du centre ancien', typezone: 'U', destdomi: '01', page: 7 },
   UB: { libelong: 'Zone urbaine de première couronne', typezone: 'U', destdomi: '01', page: 17 },
   UC: { libelong: 'Zone urbaine pavillonnaire', typezone: 'U', destdomi: '01', page: 27 },
@@ -97,6 +97,17 @@ const ZONES: Record<string, { libelong: string; typezone: string; destdomi: stri
   UX3: { libelong: 'Zone urbaine d’activités', typezone: 'U', destdomi: '02', page: 96 },
   N1: { libelong: 'Zone naturelle de protection des espaces', typezone: 'N', destdomi: '00', page: 140 },
 };
+
+/**
+ * Where the demonstration's rules document of a commune is published (parts/reglements.ts writes it, and its
+ * readings): under a name of the special-use domain `.invalid` (RFC 6761), which never resolves, so that nothing
+ * fictitious can ever be fetched or taken for a real document.
+ */
+export function reglementDemonstration(insee: InseeSandbox): { url: string; fichier: string } {
+  const plu = PLU[insee];
+  const fichier = `${plu.prefixe}_reglement_${plu.date}.pdf`;
+  return { url: `https://demonstration.invalid/reglements/${fichier}`, fichier };
+}
 
 type Anneau = Array<[number, number]>;
 
@@ -182,7 +193,7 @@ function paquet(seed: number, c: CommuneDef): Array<[string, Uint8Array | string
         TYPEZONE: z.typezone,
         DESTDOMI: z.destdomi,
         NOMFIC: `${plu.prefixe}_reglement_${plu.date}.pdf#page=${z.page}`,
-        URLFIC: '',
+        URLFIC: `${reglementDemonstration(c.insee).url}#page=${z.page}`,
         DATAPPRO: plu.date,
       },
     };
@@ -264,7 +275,7 @@ function paquet(seed: number, c: CommuneDef): Array<[string, Uint8Array | string
     DATEFIN: '',
     SIREN: intercommunal ? plu.prefixe : '',
     NOMREG: `${plu.prefixe}_reglement_${plu.date}.pdf`,
-    URLREG: '',
+    URLREG: reglementDemonstration(c.insee).url,
     NOMPLAN: `${plu.prefixe}_plan_zonage_${plu.date}.pdf`,
     URLPLAN: '',
     SITEWEB: '',

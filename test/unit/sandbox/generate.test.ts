@@ -75,10 +75,10 @@ describe('generateSandbox', () => {
     }
   });
 
-  it('writes other data for another seed (outlines and the decree’s A/B/C zoning excepted: nothing drawn)', async () => {
+  it('writes other data for another seed (outlines, the decree’s A/B/C zoning and the rules excepted: nothing drawn)', async () => {
     for (const [i, file] of all(a).entries()) {
       const same = (await octets(file)).equals(await octets(all(autre)[i]));
-      expect(same, path.basename(file)).toBe(/\.geojson$|zonage-abc/.test(file));
+      expect(same, path.basename(file)).toBe(/\.geojson$|zonage-abc|reglements/.test(file));
     }
   });
 

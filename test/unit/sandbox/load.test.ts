@@ -4,6 +4,8 @@ import { SANDBOX_COMMUNES } from '../../../domain/platform/sandbox.ts';
 import { FICTIF, SANDBOX_SOURCES } from '../../../domain/sandbox/generate.ts';
 import { loadSandbox, TABLES_CHARGEES, type SandboxLoadReport } from '../../../domain/sandbox/load.ts';
 import { loyerCommune, loyersCommune, TYPES_LOGEMENT } from '../../../domain/loyers/loyers.ts';
+import type { Regle } from '../../../domain/plu/lecture.ts';
+import { LECTURE_VERSION } from '../../../domain/urbanisme/lectures.ts';
 import { PARAMETRE_DEMONSTRATION, servedSource, SOURCE_DEMONSTRATION } from '../../../domain/qualite.ts';
 import { zoneAbc } from '../../../domain/zonage-abc/zone.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
@@ -313,6 +315,37 @@ describe('loadSandbox (sandbox dataset)', () => {
     expect(rows).toEqual([]);
   });
 
+  it('has every zone’s rules document and its reading in lire_plu’s cache, each quotation on its page', async () => {
+    const { rows: zones } = await t.db.query<{ libelle: string; url: string; page: number }>(
+      `SELECT DISTINCT libelle, split_part(reglement_url, '#page=', 1) AS url,
+              split_part(reglement_url, '#page=', 2)::int AS page
+         FROM zones_urbanisme WHERE dataset = 'sandbox'`,
+    );
+    // The distinct zones of the five communes' grids (parts/gpu.ts).
+    expect(zones.length).toBe(23);
+    for (const z of zones) {
+      const { rows } = await t.db.query<{ pages: string[]; contenu: { regles: Regle[]; citations_ecartees: number } }>(
+        `SELECT p.pages, l.contenu FROM reglements_pdf p
+           JOIN lectures_plu l ON l.document_sha256 = p.sha256 AND l.zone = $2 AND l.version = $3
+          WHERE p.url = $1`,
+        [z.url, z.libelle, LECTURE_VERSION],
+      );
+      expect(rows, `${z.libelle} ${z.url}`).toHaveLength(1);
+      const { pages, contenu } = rows[0];
+      expect(new URL(z.url).hostname).toBe('demonstration.invalid');
+      expect(pages[z.page - 1]).toMatch(new RegExp(`ZONE ${z.libelle}\\n`));
+      expect(contenu.citations_ecartees).toBe(0);
+      expect(contenu.regles.map((r) => r.theme).sort()).toEqual(
+        ['annexes', 'emprise_sol', 'hauteur', 'limites_separatives', 'piscines'].sort(),
+      );
+      for (const r of contenu.regles) {
+        // The PDF's text holds the quotation on the rule's page (lines wrapped where the page wraps them).
+        expect(pages[r.page - 1].replace(/\s+/g, ' '), r.citation).toContain(r.citation);
+        expect(r).toMatchObject({ page: z.page, a_confirmer: false, lien: `${z.url}#page=${z.page}` });
+      }
+    }
+  });
+
   it('has rent indicators of every type and the A/B/C zoning for the five communes, as the domains read them', async () => {
     const bornes: Record<string, [number, number]> = {
       '75111': [24, 38],
@@ -349,9 +382,12 @@ describe('loadSandbox (sandbox dataset)', () => {
 
   it('changes nothing when loaded again', async () => {
     const avant = await snapshot(t.db, 'sandbox');
+    const lectures = 'SELECT row_to_json(l)::text AS r FROM lectures_plu l ORDER BY 1';
+    const lecturesAvant = (await t.db.query(lectures)).rows;
     const again = await loadSandbox(t.db, { dataset: 'sandbox' });
     expect(again.rejets).toBe(0);
     expect(await snapshot(t.db, 'sandbox')).toEqual(avant);
+    expect((await t.db.query(lectures)).rows).toEqual(lecturesAvant);
   }, 120_000);
 });
 
