@@ -453,6 +453,15 @@ describe('vintages', () => {
       { nom: 'dvf_mutations_live_2018', index: 6 },
       { nom: 'dvf_mutations_live_2019', index: 6 },
     ]);
+    // Analysed at once: the planner knows a new vintage's communes before autovacuum comes.
+    const { rows: analyses } = await db.query(
+      `SELECT relname, last_analyze IS NOT NULL AS analysee FROM pg_stat_user_tables
+        WHERE relname IN ('dvf_mutations_live_2018', 'dvf_mutations_live_2019') ORDER BY 1`,
+    );
+    expect(analyses).toEqual([
+      { relname: 'dvf_mutations_live_2018', analysee: true },
+      { relname: 'dvf_mutations_live_2019', analysee: true },
+    ]);
     expect(await mutation('2019-1')).toMatchObject({ nb_lignes: 2, parcelles: ['33001000AB0052', '33001000AB0054'] });
 
     // A vintage already there takes new mutations in place; a new one gets its partition.
