@@ -19,6 +19,7 @@ import type { FileDelivery } from '../domain/documents/telechargement.ts';
 import { createDocumentActivities } from './documents.ts';
 import { createDossierActivities } from './dossiers.ts';
 import { createEstimationActivities } from './estimation.ts';
+import { createExportsActivities } from './exports.ts';
 import { createHubActivities, type HubDeps } from './hub.ts';
 import { createModelesActivities } from './modeles.ts';
 import { createWebhookActivities } from './webhooks.ts';
@@ -36,6 +37,8 @@ export interface ActivityDeps {
   hub?: Pick<HubDeps, 'invoke' | 'outils' | 'refus' | 'nature'>;
   /** Storage and signed links of generated files (the dossiers' drawings); absent: a dossier fails, said. */
   files?: FileDelivery;
+  /** The folder of the datasets' lake editions (domain/jeux/lac.ts); absent: the editions workflow builds none. */
+  lac?: { dossier: string; stabiliteMs?: number };
 }
 
 /** Failures of the domain become Temporal failures whose type is the task's stable `erreur.code`. */
@@ -67,6 +70,7 @@ export function createActivities(deps: ActivityDeps) {
       nature: deps.hub?.nature ?? (() => ({ ecrit: true, texteTiers: true })),
     }),
     ...createModelesActivities({ db: deps.db }),
+    ...createExportsActivities({ db: deps.db, files: deps.files, lac: deps.lac }),
     ...createWebhookActivities(deps),
   };
 }

@@ -10,6 +10,7 @@ import {
   type Accounts,
 } from '../domain/platform/accounts.ts';
 import { balanceOf, movements } from '../domain/platform/ledger.ts';
+import { definirPerimetreExport, lirePerimetreExport, PerimetreExportSchema } from '../domain/exports/perimetre.ts';
 import type { Db } from '../db/client.ts';
 import type { Cursors } from '../lib/cursor.ts';
 import { safeEqual } from '../lib/crypto.ts';
@@ -82,6 +83,21 @@ export function registerAdmin(
       admin.post('/organisations/:id/credits', async (request) => {
         const { id } = parse(IdParams, request.params, 'chemin');
         return deps.accounts.grantCredits(id, parse(CreditGrantSchema, request.body, 'corps'));
+      });
+
+      // The datasets whose export the organisation's contract opens (domain/exports/perimetre.ts): set whole, each
+      // opening and closing kept with its date and reason.
+      admin.put('/organisations/:id/exports', async (request) => {
+        const { id } = parse(IdParams, request.params, 'chemin');
+        const demande = parse(PerimetreExportSchema, request.body, 'corps');
+        await deps.accounts.getOrganisation(id);
+        return definirPerimetreExport(deps.db, id, demande);
+      });
+
+      admin.get('/organisations/:id/exports', async (request) => {
+        const { id } = parse(IdParams, request.params, 'chemin');
+        await deps.accounts.getOrganisation(id);
+        return lirePerimetreExport(deps.db, id);
       });
 
       admin.get('/organisations/:id/releve', async (request) => {

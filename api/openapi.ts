@@ -68,6 +68,8 @@ function operationObject(operation: Operation) {
       in: inPath.has(name) ? 'path' : 'query',
       required: inPath.has(name) || required.has(name),
       description: typeof schema.description === 'string' ? schema.description : undefined,
+      // An object in a query string (the datasets' `filtre`) is written `filtre[colonne][operateur]=valeur`.
+      ...(!inPath.has(name) && schema.type === 'object' ? { style: 'deepObject', explode: true } : {}),
       schema,
     }));
   let requestBody: unknown;
@@ -101,6 +103,18 @@ function operationObject(operation: Operation) {
       headers: {
         ...SERVED_HEADERS,
         Location: { description: 'Chemin du résultat de la tâche.', schema: { type: 'string' } },
+      },
+      content: served,
+    };
+  } else if (operation.redirect) {
+    responses['302'] = {
+      description: 'Redirection vers l’adresse du fichier (`Location`) ; le corps JSON décrit ce qui est servi.',
+      headers: {
+        ...SERVED_HEADERS,
+        Location: {
+          description: 'Adresse pré-signée du fichier, valable jusqu’à `expire_le`.',
+          schema: { type: 'string' },
+        },
       },
       content: served,
     };

@@ -78,6 +78,8 @@ async function send(answer: Invocation, request: FastifyRequest, reply: FastifyR
     if (request.method === 'POST') {
       reply.code(202).header('Location', (answer.output as { tache: { resultat_url: string } }).tache.resultat_url);
     }
+  } else if (operation.redirect) {
+    reply.code(302).header('Location', operation.redirect(answer.output));
   } else if (operation.representation?.wanted(request.headers.accept, answer.output)) {
     const file = await operation.representation.read(services, answer.output);
     return reply.code(200).headers(file.headers).send(Buffer.from(file.bytes));

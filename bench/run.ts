@@ -22,6 +22,8 @@ const ALL = [
   'urbanisme',
   'dossier',
   'pre-marche',
+  'exports',
+  'jeux',
 ];
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
 let failed = 0;

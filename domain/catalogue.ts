@@ -115,6 +115,8 @@ export interface Services {
   outbound: OutboundHttp;
   cursors: Cursors;
   now: () => Date;
+  /** The evening window of heavy reads, minutes since midnight Paris time; null: none; absent: 20:30-midnight. */
+  creneauLourd?: { debut: number; fin: number } | null;
   /** The engine of the long operations; absent when the service runs without Temporal (they then answer 503). */
   tasks?: TaskEngine;
   /** What `attendre` and the synchronous long operations wait on (the application always provides it). */
@@ -183,6 +185,16 @@ export interface Operation<S extends z.ZodObject = z.ZodObject, O = unknown> {
    * REST). Every other operation is also a tool (rule 9).
    */
   restOnly?: boolean;
+  /**
+   * The answer is a redirection (302) to the address this gives from the output (a pre-signed file address); the
+   * JSON output is still the body, for clients that do not follow redirections.
+   */
+  redirect?: (output: O) => string;
+  /**
+   * The answer depends on the calling organisation (its contract), not only on the input: kept in the response memory
+   * per organisation, never served to another.
+   */
+  cacheParOrganisation?: boolean;
   /**
    * One flat input object: path parameters come from the path, the other fields from the query string (GET) or the
    * JSON body (POST, PATCH). The same object is the input of the tool.

@@ -202,7 +202,7 @@ export const ERRORS = {
   creneau_reserve: {
     status: 503,
     title: 'Créneau réservé',
-    when: 'Entre 20 h 30 et minuit (heure de Paris), un agrégat de jeu de données n’est servi que s’il est déjà en mémoire.',
+    when: 'Entre 20 h 30 et minuit (heure de Paris), un agrégat de jeu de données n’est servi que s’il est déjà en mémoire, et un jeu marqué `creneau_lourd` n’est pas lu.',
     debit: NOTHING_DEBITED,
     action: 'Réessayer après minuit (heure de Paris), ou demander cet agrégat plus tôt dans la journée.',
   },

@@ -396,7 +396,7 @@ export function createPipeline(deps: {
     const portee = caller.portees.includes('lien_origine') ? '|lien_origine' : '';
     const cacheId =
       operation.cacheS > 0 && !operation.personalKey
-        ? `${operation.tool}|${donnees}${portee}|${canonical(input)}`
+        ? `${operation.tool}|${donnees}${portee}${operation.cacheParOrganisation ? `|${caller.organisationId}` : ''}|${canonical(input)}`
         : null;
     let result = cacheId ? cache.get(cacheId) : undefined;
     if (!result) {

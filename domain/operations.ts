@@ -9,7 +9,9 @@ import { dossiersOperations } from './dossiers/operations.ts';
 import { faitsAdresse } from './dpe/faits.ts';
 import { fluxAdressesOperations } from './flux/adresses.ts';
 import { estimationOperations } from './estimation/operations.ts';
+import { exportsOperations } from './exports/operations.ts';
 import { hubOperations } from './hub/operations.ts';
+import { jeuxOperations } from './jeux/operations.ts';
 import { marcheOperations } from './marche/operations.ts';
 import { dvfOperations } from './dvf/operations.ts';
 import { societesCivilesOperations } from './entreprises/societes-civiles.ts';
@@ -33,7 +35,10 @@ const OUTILS_POSSIBLES = [
   faitsAdresse,
   ...dvfOperations,
   ...estimationOperations,
+  // REST only (restOnly): never offered as a tool, whatever list they are in.
+  ...exportsOperations,
   ...fluxAdressesOperations,
+  ...jeuxOperations,
   ...marcheOperations,
   ...permisOperations,
   ...urbanismeOperations,
@@ -57,11 +62,4 @@ export const OPERATIONS: Operation[] = [
  * description lists them, so that every gap is visible and deliberate; a test fails on an operation of the
  * specification that is neither served nor here, and on one here that is served. Each landing domain empties it.
  */
-export const OPERATIONS_A_VENIR: ReadonlyArray<{ outil: string; methode: 'GET' | 'POST'; chemin: string }> = [
-  { outil: 'jeux', methode: 'GET', chemin: '/jeux' },
-  { outil: 'schema_jeu', methode: 'GET', chemin: '/jeux/{jeu}/schema' },
-  { outil: 'lire_jeu', methode: 'GET', chemin: '/jeux/{jeu}' },
-  { outil: 'agreger_jeu', methode: 'GET', chemin: '/jeux/{jeu}/agregats' },
-  { outil: 'exports', methode: 'GET', chemin: '/exports' },
-  { outil: 'exports_telecharger', methode: 'GET', chemin: '/exports/{jeu}/{date}' },
-];
+export const OPERATIONS_A_VENIR: ReadonlyArray<{ outil: string; methode: 'GET' | 'POST'; chemin: string }> = [];

@@ -4,6 +4,7 @@ import { createCursors } from '../lib/cursor.ts';
 import { createOutboundHttp } from '../lib/outbound-http.ts';
 import type { Services } from './catalogue.ts';
 import { fileDeliveryFromConfig } from './documents/telechargement.ts';
+import { creneauDe } from './jeux/requete.ts';
 
 /**
  * What handlers use, built from the configuration and the database: by the api for its routes, by the worker for
@@ -18,6 +19,7 @@ export async function createServices(config: Config, db: Db, overrides: Partial<
     outbound: createOutboundHttp({ allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK }),
     cursors: createCursors(valeur),
     now: () => new Date(),
+    creneauLourd: creneauDe(config.CRENEAU_LOURD),
     files: fileDeliveryFromConfig(config, valeur),
     ...overrides,
   };

@@ -52,6 +52,15 @@ export const ConfigSchema = z.object({
   STORAGE_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   /** Virtual-hosted addresses (bucket.endpoint) instead of path-style (endpoint/bucket), which every server accepts. */
   STORAGE_S3_VIRTUAL_HOSTED: booleanFlag,
+  /**
+   * The evening window (Paris time, `HH:MM-HH:MM`) in which datasets flagged creneau_lourd are not read and aggregates
+   * are served from memory only (503 creneau_reserve): the specification's 20:30-midnight. `aucun` opens it: the
+   * fuzzing run sets it, as it looks for crashes at whatever hour CI runs (the window itself is tested with a clock).
+   */
+  CRENEAU_LOURD: z
+    .string()
+    .regex(/^(aucun|([01]\d|2[0-3]):[0-5]\d-(([01]\d|2[0-3]):[0-5]\d|24:00))$/, 'HH:MM-HH:MM (heure de Paris) ou aucun')
+    .default('20:30-24:00'),
   /** Validity of a generated document's download link, in seconds (the file is purged after it). */
   DOCUMENTS_LINK_TTL_S: z.coerce.number().int().min(60).max(604_800).default(3600),
 });

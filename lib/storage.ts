@@ -4,7 +4,8 @@
  * small Signature V4 client over node:crypto and fetch rather than the AWS SDK.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './config.ts';
 import { randomToken } from './crypto.ts';
@@ -18,8 +19,15 @@ export interface FileStorage {
   /** Which backend: the download route redirects to the bucket for `s3`, serves the bytes itself for `dossier`. */
   readonly kind: 'dossier' | 's3';
   put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /**
+   * Stores a file of the local disk without holding it in memory (export editions of hundreds of megabytes). Folder
+   * storage only; elsewhere the caller reads it and calls `put`.
+   */
+  putFile?(key: string, file: string, contentType: string): Promise<void>;
   /** The file, or null when there is none under this key. */
   get(key: string): Promise<StoredFile | null>;
+  /** The file as a stream with its size, or null (folder storage only: a bucket's files go by pre-signed address). */
+  open?(key: string): Promise<{ stream: NodeJS.ReadableStream; size: number; contentType: string } | null>;
   /** Removes the file; removing an absent file is not an error. */
   delete(key: string): Promise<void>;
   /**
@@ -84,6 +92,32 @@ export function createFolderStorage(dir: string): FileStorage {
       await mkdir(path.dirname(file), { recursive: true });
       await writeAtomically(file + META_SUFFIX, JSON.stringify({ contentType }));
       await writeAtomically(file, bytes);
+    },
+    async putFile(key, source, contentType) {
+      const file = fileOf(key);
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeAtomically(file + META_SUFFIX, JSON.stringify({ contentType }));
+      // Copied aside, then renamed: a reader never sees half a file.
+      const tmp = `${file}${TMP_MARK}${randomToken(8)}`;
+      await copyFile(source, tmp);
+      await rename(tmp, file);
+    },
+    async open(key) {
+      const file = fileOf(key);
+      let size: number;
+      try {
+        size = (await stat(file)).size;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      }
+      let contentType = 'application/octet-stream';
+      try {
+        contentType = (JSON.parse(await readFile(file + META_SUFFIX, 'utf8')) as { contentType: string }).contentType;
+      } catch {
+        // As `get`: a file without its side file is bytes of unknown type.
+      }
+      return { stream: createReadStream(file), size, contentType };
     },
     async get(key) {
       const file = fileOf(key);

@@ -1,6 +1,7 @@
 import {
   Client,
   Connection,
+  ScheduleAlreadyRunning,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowUpdateFailedError,
@@ -8,6 +9,7 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import type { HubEngine, TaskEngine } from '../domain/catalogue.ts';
 import { ApiError, ERRORS, type ErrorCode } from '../domain/errors.ts';
+import { JEUX_PAR_SOURCE, JEUX_PRODUITS } from '../domain/exports/editions.ts';
 
 /** The workflow type of each task operation (workflows/index.ts exports them). */
 export const WORKFLOW_OF: Record<string, string> = {
@@ -191,4 +193,74 @@ export async function reveillerAbonnement(
     signal: 'nouvellesLivraisons',
     signalArgs: [],
   });
+}
+
+/** The Temporal Schedule that builds the export editions every day (workflows/construire-editions.ts). */
+export const SCHEDULE_EDITIONS = 'exports-editions';
+
+/** Every produced dataset, for the contracts and for the common sample. */
+const EDITIONS_DU_JOUR = { jeux: JEUX_PRODUITS, perimetres: ['contrat', 'echantillon'] as const };
+
+/**
+ * Creates the daily Schedule of the export editions (04:30 Paris time, after the night's imports), or brings an
+ * existing one to this version's datasets and task queue: the worker calls it at each start, so it is idempotent.
+ * One run at a time (a run still going when the next is due skips it).
+ */
+export async function planifierEditions(
+  client: Client,
+  /** `scheduleId`: another Schedule than the service's own (tests, which share one Temporal server). */
+  options: { taskQueue: string; scheduleId?: string },
+): Promise<'cree' | 'mis_a_jour'> {
+  const scheduleId = options.scheduleId ?? SCHEDULE_EDITIONS;
+  const action = {
+    type: 'startWorkflow' as const,
+    workflowType: 'construireEditions',
+    workflowId: 'exports-editions-quotidiennes',
+    taskQueue: options.taskQueue,
+    args: [{ jeux: [...EDITIONS_DU_JOUR.jeux], perimetres: [...EDITIONS_DU_JOUR.perimetres] }],
+  };
+  const spec = { calendars: [{ hour: 4, minute: 30 }], timezone: 'Europe/Paris' };
+  try {
+    await client.schedule.create({ scheduleId, spec, action, policies: { overlap: 'SKIP' } });
+    return 'cree';
+  } catch (error) {
+    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+    await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec, action }));
+    return 'mis_a_jour';
+  }
+}
+
+/**
+ * After an import into the live data: the editions that source changes (JEUX_PAR_SOURCE) built again, by a workflow
+ * the running worker picks up. One run per source at a time: an import that ends while the same source's run is going
+ * joins it (USE_EXISTING) rather than starting a second one. Without a Temporal address, says what to run instead.
+ * Returns what to tell the user.
+ */
+export async function editionsApresImport(options: {
+  address: string | undefined;
+  taskQueue: string;
+  /** The importer's name (scripts/import.ts). */
+  source: string;
+}): Promise<string> {
+  const jeux = (JEUX_PAR_SOURCE[options.source] ?? []).filter((jeu) => JEUX_PRODUITS.includes(jeu));
+  if (jeux.length === 0) return 'Exports : aucune édition ne dépend de cette source.';
+  const commande = `npm run export -- ${jeux.join(' ')}`;
+  if (!options.address) {
+    return `Exports : TEMPORAL_ADDRESS non défini, aucune édition planifiée ; lancez \`${commande}\`.`;
+  }
+  const temporal = await connectTemporal(options.address).catch((error: Error) => error);
+  if (temporal instanceof Error) {
+    return `Exports : Temporal injoignable à ${options.address} (${temporal.message}) ; lancez \`${commande}\`.`;
+  }
+  try {
+    const handle = await temporal.client.workflow.start('construireEditions', {
+      workflowId: `exports-editions-apres-import-${options.source}-${options.taskQueue}`,
+      taskQueue: options.taskQueue,
+      args: [{ jeux, perimetres: ['contrat'] }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    return `Exports : éditions ${jeux.join(', ')} demandées à Temporal (workflow ${handle.workflowId}, file ${options.taskQueue}).`;
+  } finally {
+    await temporal.close();
+  }
 }

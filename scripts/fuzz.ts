@@ -79,6 +79,8 @@ async function startService(): Promise<{ base: string; cle: string; stop: () => 
       OPENAI_BASE_URL: model.url,
       OPENAI_MODEL: 'modele-test',
       OPENAI_API_KEY: 'sk-fuzz',
+      // Crashes are looked for at whatever hour: the evening window's 503 is tested with a clock (lib/config.ts).
+      CRENEAU_LOURD: 'aucun',
     },
   });
   const stop = async () => {

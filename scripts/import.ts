@@ -28,7 +28,7 @@ import { statutCommunesSource } from '../domain/urbanisme/statut-communes-import
 import { supSource } from '../domain/urbanisme/sup-import.ts';
 import { zonageAbcSource } from '../domain/zonage-abc/import.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
-import { recalibrerApresImport } from '../lib/temporal.ts';
+import { editionsApresImport, recalibrerApresImport } from '../lib/temporal.ts';
 import { exitWith } from './exit.ts';
 
 /**
@@ -161,6 +161,17 @@ async function main(): Promise<number> {
           address: config.TEMPORAL_ADDRESS,
           taskQueue: config.TEMPORAL_TASK_QUEUE,
           dataset,
+        }),
+      );
+    }
+    if (!parsed.values.sandbox) {
+      // New live rows, new editions: the contract files are built again by a workflow the running worker picks up.
+      const config = loadConfigOrExit();
+      console.log(
+        await editionsApresImport({
+          address: config.TEMPORAL_ADDRESS,
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          source: name,
         }),
       );
     }

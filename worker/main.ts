@@ -8,10 +8,11 @@ import { createPipeline } from '../domain/invoke.ts';
 import { OPERATIONS } from '../domain/operations.ts';
 import { createOutils } from '../domain/outils.ts';
 import { createAccounts } from '../domain/platform/accounts.ts';
+import { dossierDuLac } from '../domain/jeux/lac.ts';
 import { createServices } from '../domain/services.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
 import { modelFromConfig } from '../lib/model.ts';
-import { connectTemporal, retryDelaysS } from '../lib/temporal.ts';
+import { connectTemporal, planifierEditions, retryDelaysS } from '../lib/temporal.ts';
 import { startDiffuseur } from './diffuseur.ts';
 import { startWorker } from './worker.ts';
 
@@ -40,6 +41,7 @@ const worker = await startWorker({
     outbound: services.outbound,
     modelConcurrency: config.MODEL_CONCURRENCY,
     files: services.files,
+    lac: { dossier: dossierDuLac(config.DATA_DIR) },
     hub: outilsDuHub(pipeline, createOutils(OPERATIONS), { taches: services.tasks !== undefined }),
   }),
 });
@@ -51,6 +53,12 @@ const diffuseur = startDiffuseur({
   taskQueue: config.TEMPORAL_TASK_QUEUE,
   delaisS: retryDelaysS(config.WEBHOOKS_RETRY_DELAYS),
 });
+// The daily export editions: a Temporal Schedule, created or brought up to date at each start. A failure here is said
+// and leaves the worker running: the editions can still be built by `npm run export`.
+await planifierEditions(temporal.client, { taskQueue: config.TEMPORAL_TASK_QUEUE }).then(
+  (r) => console.log(`Éditions d’export : planification quotidienne ${r === 'cree' ? 'créée' : 'à jour'}.`),
+  (error: Error) => console.error(`Éditions d’export : planification impossible (${error.message}).`),
+);
 console.log(`Worker à l’écoute de ${config.TEMPORAL_ADDRESS}`);
 onShutdown(async () => {
   await diffuseur.stop();

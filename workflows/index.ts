@@ -5,5 +5,6 @@ export { livrerWebhook } from './livrer-webhook.ts';
 export { conversationHub } from './conversation-hub.ts';
 export { estimerBienAffine } from './estimer-bien-affine.ts';
 export { recalibrerModeles } from './recalibrer-modeles.ts';
+export { construireEditions } from './construire-editions.ts';
 export { livrerAbonnement } from './livrer-abonnement.ts';
 export { preparerDossier } from './preparer-dossier.ts';

@@ -50,7 +50,39 @@ export function fileDeliveryFromConfig(config: Config, masterSecret: string | Bu
 export const storageKey = (id: string) => `${DOCUMENTS_PREFIX}/${id}`;
 
 function signatureOf(secret: string | Buffer, id: string, nom: string, expire: number): string {
-  return createHmac('sha256', secret).update(`v1\n${id}\n${nom}\n${expire}`).digest('base64url');
+  return signatureLien(secret, 'v1', [id, nom], expire);
+}
+
+/**
+ * The signature of a link to a stored file: an HMAC-SHA256 under the links' secret of a tag, the link's parts and its
+ * expiry, one per line. Generated documents sign `v1` with their id and name; another kind of file (the exports) signs
+ * a tag of its own, so that a link of one kind never opens a file of another.
+ */
+export function signatureLien(secret: string | Buffer, tag: string, parts: string[], expire: number): string {
+  return createHmac('sha256', secret)
+    .update([tag, ...parts, String(expire)].join('\n'))
+    .digest('base64url');
+}
+
+/**
+ * Checks a signed link: its signature (constant time) and its expiry. Returns the seconds it remains valid; an
+ * altered link, or one past `expire`, is the 404 `ressource_absente` (`expiree` gives the expired one's detail).
+ */
+export function verifierLien(
+  secret: string | Buffer,
+  tag: string,
+  parts: string[],
+  expire: string,
+  signature: string,
+  now: Date,
+  expiree: (expireLe: Date) => string,
+): number {
+  if (!EXPIRE.test(expire) || !SIGNATURE.test(signature)) throw invalid();
+  const expireS = Number(expire);
+  if (!safeEqual(signature, signatureLien(secret, tag, parts, expireS))) throw invalid();
+  const remainingS = expireS - Math.floor(now.getTime() / 1000);
+  if (remainingS <= 0) throw new ApiError('ressource_absente', expiree(new Date(expireS * 1000)));
+  return remainingS;
 }
 
 /** The signed link of a stored file, valid until `expiresAt` (rounded down to the second). */
@@ -87,16 +119,16 @@ export async function serveDownload(
   const { id, nom, expire, signature } = params;
   if (typeof id !== 'string' || typeof nom !== 'string' || typeof expire !== 'string' || typeof signature !== 'string')
     throw invalid();
-  if (!ID.test(id) || !NAME.test(nom) || !EXPIRE.test(expire) || !SIGNATURE.test(signature)) throw invalid();
-  const expireS = Number(expire);
-  if (!safeEqual(signature, signatureOf(delivery.secret, id, nom, expireS))) throw invalid();
-  const remainingS = expireS - Math.floor(now.getTime() / 1000);
-  if (remainingS <= 0) {
-    throw new ApiError(
-      'ressource_absente',
-      `Lien expiré le ${new Date(expireS * 1000).toISOString()} : générez le document à nouveau.`,
-    );
-  }
+  if (!ID.test(id) || !NAME.test(nom)) throw invalid();
+  const remainingS = verifierLien(
+    delivery.secret,
+    'v1',
+    [id, nom],
+    expire,
+    signature,
+    now,
+    (expireLe) => `Lien expiré le ${expireLe.toISOString()} : générez le document à nouveau.`,
+  );
   const pdf = nom.endsWith('.pdf');
   const contentType = pdf
     ? 'application/pdf'

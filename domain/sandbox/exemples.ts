@@ -210,6 +210,35 @@ export const EXEMPLES: Partial<Record<string, Exemple[]>> = {
   agences: [{ insee: '33234' }, { departement: '33', limite: 2 }, { enseigne: 'cabinet', reseau: 'latresne' }],
   agences_siren: [{ siren: '999675622' }],
   agences_commune: [{ insee: '33234' }, { insee: '75111', depuis: '2025-05' }],
+  // The sample edition of the communes (the contract test builds it over the frozen territory), then its files.
+  exports: [{}, { jeu: 'communes' }],
+  exports_telecharger: [
+    async ({ appeler }) => {
+      const edition = (await appeler('exports', { jeu: 'communes' })).editions[0];
+      return { jeu: edition.jeu, date: edition.date };
+    },
+    async ({ appeler }) => {
+      const edition = (await appeler('exports', { jeu: 'communes' })).editions[0];
+      return { jeu: edition.jeu, date: edition.date, format: 'csv.gz', fichier: 'fiche_qualite' };
+    },
+  ],
+  // Datasets: the list, schemas (one unavailable), filtered reads of light datasets (heavy ones are not read in the
+  // evening window) and an aggregate of Latresne's listings.
+  jeux: [{}],
+  schema_jeu: [{ jeu: 'dvf' }, { jeu: 'annonces' }, { jeu: 'lovac' }],
+  lire_jeu: [
+    { jeu: 'communes', filtre: { insee: { in: '33234,33001' } } },
+    { jeu: 'annonces', filtre: { insee: { eq: '33234' } }, champs: 'prix,surface,type_vendeur,vendeur_nom', limite: 5 },
+    { jeu: 'permis_logements', filtre: { insee: { eq: '33234' } }, limite: 5 },
+  ],
+  agreger_jeu: [
+    {
+      jeu: 'annonces',
+      grouper: 'type',
+      mesures: 'mediane:prix,quantile:prix_m2:0.9',
+      filtre: { insee: { eq: '33234' } },
+    },
+  ],
   question_hub: [{ question: 'Que valent les maisons à Latresne ?', contexte: { insee: '33234' } }],
   conversations_hub: [
     async ({ appeler }) => {

@@ -12,7 +12,15 @@ import { createTestApp, type TestApp } from '../support/app.ts';
  * Sandbox operations whose input names no territory: a model's measures, a task's result, a listing or an agency (an
  * identifier, a SIREN: one outside the frozen set is absent from it, 404).
  */
-const SANS_TERRITOIRE = new Set(['modeles', 'modeles_modele', 'resultat_lire_plu', 'annonce', 'agences_siren']);
+const SANS_TERRITOIRE = new Set([
+  'modeles',
+  'modeles_modele',
+  'resultat_lire_plu',
+  'annonce',
+  'agences_siren',
+  'jeux',
+  'schema_jeu',
+]);
 
 const HORS: Record<string, Array<{ method: 'GET' | 'POST'; url: string; body?: object }>> = {
   resoudre_adresse: [
@@ -49,6 +57,12 @@ const HORS: Record<string, Array<{ method: 'GET' | 'POST'; url: string; body?: o
     { method: 'GET', url: '/agences?departement=13&enseigne=cabinet' },
   ],
   agences_commune: [{ method: 'GET', url: '/communes/13201/agences' }],
+  // A dataset filter naming a territory (eq or in) outside the frozen set.
+  lire_jeu: [
+    { method: 'GET', url: '/jeux/dvf?filtre[code_commune][eq]=13201' },
+    { method: 'GET', url: '/jeux/annonces?filtre[insee][eq]=33234&filtre[code_postal][in]=33360,13001' },
+  ],
+  agreger_jeu: [{ method: 'GET', url: '/jeux/mutations/agregats?filtre[code_departement][eq]=13' }],
   taxe_amenagement: [
     {
       method: 'POST',

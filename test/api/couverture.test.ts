@@ -129,6 +129,12 @@ const HORS_COUVERTURE: Record<string, string> = {
   modeles_modele: 'un modèle, sans territoire',
   lire_document: 'une tâche sur les documents fournis',
   estimer_bien_affine: 'une tâche : son échec porte le problème de estimer_bien',
+  exports: 'les éditions du périmètre de contrat de l’organisation, sans territoire',
+  exports_telecharger: 'un fichier d’une édition, sans territoire (une édition absente : 404 qui le dit)',
+  jeux: 'la liste des jeux de données, sans territoire',
+  schema_jeu: 'le schéma d’un jeu, sans territoire',
+  lire_jeu: 'des lignes filtrées par le client : une page vide est la réponse à ses filtres',
+  agreger_jeu: 'des groupes des lignes filtrées par le client : aucun groupe est la réponse à ses filtres',
 };
 
 let t: TestApp;

@@ -302,7 +302,8 @@ beforeAll(async () => {
   // The task engine as in production (without a worker: a task accepted stays waiting), so that a task operation
   // goes as far as its input lets it.
   runtime = await createRuntime();
-  t = await createTestApp({ services: { tasks: runtime.engine, hub: runtime.hub } });
+  // No evening window: what is checked here is the answer to hostile input, at whatever hour the suite runs.
+  t = await createTestApp({ services: { tasks: runtime.engine, hub: runtime.hub, creneauLourd: null } });
   // The Hub answers within the request: its worker runs, with a model that answers at once, without tools.
   model = await startModelServer(() => ({ content: 'Réponse du modèle de test.' }));
   await runtime.startWorker(t.db, model.url, t.app.pipeline);

@@ -74,7 +74,14 @@ export async function contractOf(app: FastifyInstance) {
           `${op.operationId} : paramètre ${name}`,
         );
         if (parameters[i].in === 'path') url = url.replace(`{${name}}`, encodeURIComponent(String(value)));
-        else query.set(name, String(value));
+        else if (parameters[i].style === 'deepObject') {
+          // `filtre[colonne][operateur]=valeur`, as the description's deepObject says.
+          const poser = (cle: string, v: unknown): void => {
+            if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) poser(`${cle}[${k}]`, x);
+            else query.set(cle, String(v));
+          };
+          poser(name, value);
+        } else query.set(name, String(value));
       } else {
         expect(op.requestBody, `${op.operationId} : ${name} n’est ni un paramètre ni un champ du corps`).toBeDefined();
         body[name] = value;

@@ -34,7 +34,13 @@ export async function createRuntime(options: { delaisLivraisonS?: number[] } = {
     /** The Hub's conversations on the same queue: a worker started with the app's pipeline answers them. */
     hub: createTemporalHub(temporal.client, { taskQueue }),
     /** A worker on this queue; with `pipeline`, the Hub's questions call the operations through it. */
-    async startWorker(db: Db, modelUrl: string | null, pipeline?: Pipeline, files?: FileDelivery) {
+    async startWorker(
+      db: Db,
+      modelUrl: string | null,
+      pipeline?: Pipeline,
+      files?: FileDelivery,
+      lac?: { dossier: string },
+    ) {
       const worker = await startWorker({
         address,
         taskQueue,
@@ -47,6 +53,7 @@ export async function createRuntime(options: { delaisLivraisonS?: number[] } = {
           modelConcurrency: 2,
           // The generated files the worker stores (the dossiers' drawings), as the app that serves their links sees them.
           files,
+          lac,
           // As the worker runs them: its pipeline has no task engine.
           hub: pipeline ? outilsDuHub(pipeline, createOutils(OPERATIONS), { taches: false }) : undefined,
         }),

@@ -21,8 +21,9 @@ const ALL: Rights = {
 
 describe('tools from the catalogue', () => {
   it('makes one tool per operation, named as the catalogue names it, with its schemas as JSON Schema objects', () => {
-    expect(names(outils.tous)).toEqual([...new Set(OPERATIONS.map((o) => o.tool))].sort());
-    for (const operation of OPERATIONS.filter((o) => !o.variant)) {
+    // Every operation but those served over REST only (exports), which are no tool.
+    expect(names(outils.tous)).toEqual([...new Set(OPERATIONS.filter(estOutil).map((o) => o.tool))].sort());
+    for (const operation of OPERATIONS.filter((o) => !o.variant && estOutil(o))) {
       const outil = outils.tous.find((o) => o.name === operation.tool)!;
       expect(outils.operation(outil.name)).toBe(operation);
       expect(outil.inputSchema.type).toBe('object');
@@ -162,7 +163,7 @@ describe('tools from the catalogue', () => {
 describe('the tools a key may call', () => {
   it('are the operations the pipeline admits for its rights: scope, personal key, tier, sandbox', () => {
     expect(names(outils.permis(ALL))).toEqual(
-      OPERATIONS.filter((o) => !o.variant)
+      OPERATIONS.filter((o) => !o.variant && estOutil(o))
         .map(operationId)
         .sort(),
     );
@@ -178,12 +179,12 @@ describe('the tools a key may call', () => {
       const listed = names(outils.permis(rights));
       // One tool per operation: its main path stands for its variants, which are admitted alike.
       expect(listed, JSON.stringify(change)).toEqual(
-        OPERATIONS.filter((o) => !o.variant && expected(o))
+        OPERATIONS.filter((o) => !o.variant && estOutil(o) && expected(o))
           .map(operationId)
           .sort(),
       );
       // The very rule of the pipeline's admission: what is listed is admitted, what is not is refused.
-      for (const operation of OPERATIONS) {
+      for (const operation of OPERATIONS.filter(estOutil)) {
         expect(accessRefusal(rights, operation) === null, operationId(operation)).toBe(listed.includes(operation.tool));
       }
     }

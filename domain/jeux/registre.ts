@@ -1,0 +1,917 @@
+import type { Dataset } from '../platform/sandbox.ts';
+
+/**
+ * The declarative registry of the datasets (`jeu`) of the specification: each of its 31 names declared once, here.
+ * The schema (`schema_jeu`), the filters and their SQL, the sort and its cursors, the aggregates, the OpenAPI enums
+ * and the full-file exports (sourceComplete) all come from these declarations; nothing a client sends is written into
+ * SQL, only column expressions declared here, values going as parameters.
+ *
+ * A dataset is a SELECT over the tables the domains already fill (db/migrations): `depuis` is its FROM (aliases and
+ * joins), `conditions` the rows it keeps, among them the removal of private individuals (what `retrait` says), and
+ * each column an expression over those aliases. A column marked `indexee` is backed by a real index whose leading
+ * column (after `dataset`) is that expression: a filter on it is an index lookup (migration 039 adds the missing ones).
+ * The sort key is unique and never empty (a tie-break column where needed), so that a keyset cursor is exact.
+ */
+
+export type TypeColonne = 'texte' | 'entier' | 'nombre' | 'booleen' | 'date' | 'horodatage' | 'json';
+export const OPERATEURS = ['eq', 'in', 'lt', 'lte', 'gt', 'gte', 'entre', 'prefixe', 'nul'] as const;
+export type Operateur = (typeof OPERATEURS)[number];
+export type Nature = 'calcule_svc' | 'public_brut';
+export type Territoire = 'commune' | 'code_postal' | 'departement' | 'iris';
+
+export interface Colonne {
+  nom: string;
+  type: TypeColonne;
+  /** The SQL expression over the dataset's aliases (declared here, never built from input). */
+  sql: string;
+  description?: string;
+  /** Backed by an index whose leading column it is (after the dataset). */
+  indexee?: boolean;
+  /** The operators a filter may use; by default those of its type (OPERATEURS_PAR_TYPE). */
+  operateurs?: readonly Operateur[];
+  /** May be a key of `grouper`; by default texte, entier, booleen and date columns. */
+  groupable?: boolean;
+  /** A territory a pk_test_ key may only name inside the frozen sandbox. */
+  territoire?: Territoire;
+}
+
+export interface JeuDisponible {
+  nom: string;
+  titre: string;
+  description: string;
+  nature: Nature;
+  /** FROM clause with `{dataset}` where the dataset literal goes ('live' or 'sandbox', never from input). */
+  depuis: string;
+  /** Conditions every row meets, with `{dataset}` likewise: the dataset, the perimeter, the removal of individuals. */
+  conditions: string[];
+  colonnes: Colonne[];
+  /** Unique, never empty: the cursor carries its values. */
+  cle_tri: string[];
+  /** Too large to read without a filter on an indexed column. */
+  large: boolean;
+  /** Not read 20:30-midnight Paris time (heavy reads kept off the evening load). */
+  creneau_lourd: boolean;
+  /** What the removal of private individuals does to this dataset's rows. */
+  retrait: string;
+  /**
+   * A SQL returning one row `{ v }`: the dataset's estimated volume, where the planner's estimate of the source is
+   * wrong (rows unnested from JSON, which it counts 100 a mutation). By default, that estimate.
+   */
+  volume?: string;
+  /** A SQL returning one row `{ d }` (text AAAA-MM-JJ or null): the date of the data, `{dataset}` likewise. */
+  donnees_du: string | null;
+  source: string;
+}
+
+export interface JeuIndisponible {
+  nom: string;
+  titre: string;
+  description: string;
+  nature: Nature;
+  indisponible: string;
+}
+
+export type Jeu = JeuDisponible | JeuIndisponible;
+
+export const OPERATEURS_PAR_TYPE: Record<TypeColonne, readonly Operateur[]> = {
+  texte: ['eq', 'in', 'lt', 'lte', 'gt', 'gte', 'entre', 'prefixe', 'nul'],
+  entier: ['eq', 'in', 'lt', 'lte', 'gt', 'gte', 'entre', 'nul'],
+  nombre: ['eq', 'in', 'lt', 'lte', 'gt', 'gte', 'entre', 'nul'],
+  date: ['eq', 'in', 'lt', 'lte', 'gt', 'gte', 'entre', 'nul'],
+  horodatage: ['lt', 'lte', 'gt', 'gte', 'entre', 'nul'],
+  booleen: ['eq', 'nul'],
+  json: ['nul'],
+};
+
+export function operateursDe(c: Colonne): readonly Operateur[] {
+  return c.operateurs ?? OPERATEURS_PAR_TYPE[c.type];
+}
+
+export function groupable(c: Colonne): boolean {
+  return c.groupable ?? ['texte', 'entier', 'booleen', 'date'].includes(c.type);
+}
+
+export function mesurable(c: Colonne): boolean {
+  return c.type === 'entier' || c.type === 'nombre';
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Column shorthands.
+// ---------------------------------------------------------------------------------------------------------------------
+
+type Extra = Omit<Colonne, 'nom' | 'type' | 'sql'>;
+const col =
+  (type: TypeColonne) =>
+  (nom: string, sql: string, extra: Extra = {}): Colonne => ({ nom, type, sql, ...extra });
+const t = col('texte');
+const e = col('entier');
+const n = col('nombre');
+const b = col('booleen');
+const d = col('date');
+const h = col('horodatage');
+const j = col('json');
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Listings: annonces, annonces_archives, biens, diffusions, evenements_prix.
+// ---------------------------------------------------------------------------------------------------------------------
+
+const RETRAIT_ANNONCES =
+  'Un vendeur particulier (ou dont le portail ne dit pas qu’il est professionnel) n’est jamais nommé : son identité n’est pas enregistrée à l’import, ses champs vendeur_* sont vides, et les coordonnées et noms précédés d’une civilité de son titre et de sa description sont masqués. Un professionnel est nommé avec son enseigne, son SIREN et les coordonnées professionnelles que l’annonce publie.';
+
+/** The seller fields, served for a professional only (the importer keeps nothing else; said again here). */
+const pro = (expr: string) => `CASE WHEN a.type_vendeur = 'pro' THEN ${expr} END`;
+
+function colonnesAnnonce(): Colonne[] {
+  return [
+    t('id', 'a.id', { indexee: true, description: 'Identifiant de l’annonce (portail:identifiant).' }),
+    t('portail', 'a.portail'),
+    t('bien_uid', 'a.bien_uid', { indexee: true, description: 'Le bien, dédoublonné entre portails.' }),
+    t('statut', 'a.statut'),
+    t('type', 'a.type'),
+    t('neuf_ancien', 'a.neuf_ancien'),
+    t('insee', 'a.insee', { indexee: true, territoire: 'commune' }),
+    t('code_postal', 'a.code_postal', { territoire: 'code_postal' }),
+    t('commune', 'a.commune'),
+    t('departement', 'a.departement', { territoire: 'departement' }),
+    t('cle_ban', 'a.cle_ban', { indexee: true }),
+    n('lat', 'a.lat'),
+    n('lon', 'a.lon'),
+    n('prix', 'a.prix'),
+    n('surface', 'a.surface'),
+    n('prix_m2', 'CASE WHEN a.surface > 0 THEN round((a.prix / a.surface)::numeric, 2)::float8 END'),
+    e('pieces', 'a.pieces'),
+    e('chambres', 'a.chambres'),
+    e('etage', 'a.etage'),
+    n('terrain_m2', 'a.terrain_portail_m2'),
+    e('annee_construction', 'a.annee_construction'),
+    t('dpe_etiquette', "a.dpe->>'etiquette'"),
+    t('type_vendeur', 'a.type_vendeur'),
+    t('vendeur_nom', pro("a.annonceur->>'nom'")),
+    t('vendeur_enseigne', pro("a.annonceur->>'enseigne'")),
+    t('vendeur_siren', pro("a.annonceur->>'siren'")),
+    t('vendeur_telephone', pro("a.annonceur->>'telephone'")),
+    t('vendeur_email', pro("a.annonceur->>'email'")),
+    t('mandat', pro("a.annonceur->>'mandat'")),
+    t('titre', 'a.titre', { operateurs: ['nul'] }),
+    t('description', 'a.description', { operateurs: ['nul'] }),
+    d('premiere_parution', 'a.premiere_parution'),
+    h('vu_le', 'a.vu_le'),
+    h('retire_le', 'a.retire_le'),
+    n('score', 'a.analyse_score'),
+    n('rendement_brut_pct', 'a.analyse_rendement_brut_pct'),
+  ];
+}
+
+const annonce = (nom: string, titre: string, description: string, condition: string): JeuDisponible => ({
+  nom,
+  titre,
+  description,
+  nature: 'calcule_svc',
+  depuis: 'annonces a',
+  conditions: ["a.dataset = '{dataset}'", "a.statut <> 'masque'", condition],
+  colonnes: colonnesAnnonce(),
+  cle_tri: ['id'],
+  large: true,
+  creneau_lourd: nom === 'annonces_archives',
+  retrait: RETRAIT_ANNONCES,
+  donnees_du:
+    "SELECT to_char(max(vu_le) AT TIME ZONE 'Europe/Paris', 'YYYY-MM-DD') AS d FROM annonces WHERE dataset = '{dataset}'",
+  source: 'annonces des portails (relevés)',
+});
+
+// ---------------------------------------------------------------------------------------------------------------------
+// DVF.
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * One row of `dvf` per local sold and per land subdivision, as the mutation's lines carry them once folded
+ * (domain/dvf/fold.ts): Etalab writes a parcel's locals times its land subdivisions, one line each (a house on three
+ * crop types comes on three lines); the service keeps each local once (equal locals counted as often as they appear
+ * beside one subdivision) and each subdivision once. So a row is a local (type_local given, no land) or a land
+ * subdivision (type_local empty, nature_culture and surface_terrain given); a mutation with neither has one row. The
+ * mutation's fields (value, date, address of its main line, position) are repeated on each of its rows, as Etalab does.
+ */
+const DVF_LIGNES = `dvf_mutations m CROSS JOIN LATERAL (
+    SELECT l.rang, l.e AS loc, NULL::json AS ter
+      FROM json_array_elements(m.locaux::json) WITH ORDINALITY AS l(e, rang)
+    UNION ALL
+    SELECT json_array_length(m.locaux::json) + t.rang, NULL, t.e
+      FROM json_array_elements(m.terrains::json) WITH ORDINALITY AS t(e, rang)
+    UNION ALL
+    SELECT 1, NULL, NULL WHERE m.locaux = '[]' AND m.terrains = '[]'
+  ) x`;
+
+const TYPE_LOCAL_ETALAB = `CASE x.loc->>'type' WHEN 'maison' THEN 'Maison' WHEN 'appartement' THEN 'Appartement'
+  WHEN 'dependance' THEN 'Dépendance' WHEN 'local' THEN 'Local industriel. commercial ou assimilé' END`;
+
+const colonnesMutation = (): Colonne[] => [
+  t('id_mutation', 'm.id_mutation', { indexee: true }),
+  d('date_mutation', 'm.date_mutation'),
+  e('millesime', 'm.millesime', { description: 'Année de la mutation (le millésime DVF).' }),
+  t('nature_mutation', 'm.nature_libelle'),
+  n('valeur_fonciere', 'm.valeur_fonciere'),
+  e('adresse_numero', 'm.adresse_numero'),
+  t('adresse_suffixe', 'm.adresse_suffixe'),
+  t('adresse_nom_voie', 'm.adresse_voie'),
+  t('adresse_code_voie', 'm.code_voie'),
+  t('code_postal', 'm.code_postal', { territoire: 'code_postal' }),
+  t('code_commune', 'm.insee', { indexee: true, territoire: 'commune' }),
+  t('nom_commune', 'm.commune'),
+  t('code_departement', 'm.departement', { territoire: 'departement' }),
+];
+
+const DVF_RETRAIT =
+  'DVF ne porte aucun nom d’acheteur ni de vendeur : rien à retirer. Les ventes d’Alsace-Moselle n’y sont pas (livre foncier).';
+const DVF_DATE =
+  "SELECT to_char(max(derniere_mutation), 'YYYY-MM-DD') AS d FROM dvf_millesimes WHERE dataset = '{dataset}'";
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The registry.
+// ---------------------------------------------------------------------------------------------------------------------
+
+const indisponible = (nom: string, titre: string, nature: Nature, raison: string): JeuIndisponible => ({
+  nom,
+  titre,
+  description: titre,
+  nature,
+  indisponible: raison,
+});
+
+const permis = (nom: string, titre: string, sourceSitadel: string): JeuDisponible => ({
+  nom,
+  titre,
+  description: `${titre} (Sitadel, fichier « ${sourceSitadel} »).`,
+  nature: 'public_brut',
+  depuis: 'permis p',
+  conditions: ["p.dataset = '{dataset}'", `p.source = '${sourceSitadel}'`],
+  colonnes: [
+    t('numero', "p.type || ':' || p.numero", { description: 'Type et numéro du permis (PC:…), unique.' }),
+    t('type', 'p.type'),
+    t('insee', 'p.insee', { indexee: true, territoire: 'commune' }),
+    t('departement', 'p.departement', { territoire: 'departement' }),
+    t('etat', 'p.etat'),
+    e('an_depot', 'p.an_depot'),
+    d('depot_le', 'p.depot_le'),
+    d('autorise_le', 'p.autorise_le'),
+    d('ouvert_le', 'p.ouvert_le'),
+    d('acheve_le', 'p.acheve_le'),
+    t('nature', 'coalesce(p.nature_completee, p.nature_declaree)'),
+    t('destination', 'p.destination'),
+    e('logements_total', 'p.logements_total'),
+    e('logements_individuels', 'p.logements_individuels'),
+    e('logements_collectifs', 'p.logements_collectifs'),
+    e('logements_sociaux', 'p.logements_sociaux'),
+    e('logements_demolis', 'p.logements_demolis'),
+    n('surface_habitation_creee', 'p.surface_habitation_creee'),
+    n('surface_locaux_crees', 'p.surface_locaux_crees'),
+    n('superficie_terrain', 'p.superficie_terrain'),
+    b('demandeur_personne_physique', 'p.demandeur_personne_physique'),
+    t('demandeur_denomination', 'p.demandeur_denomination'),
+    t('demandeur_siren', 'p.demandeur_siren', { indexee: true }),
+    t('terrain_code_postal', 'p.terrain_code_postal'),
+    t('cle_ban', 'p.cle_ban', { indexee: true }),
+  ],
+  cle_tri: ['insee', 'numero'],
+  large: true,
+  creneau_lourd: false,
+  retrait:
+    'Un demandeur personne physique n’est jamais nommé : ni dénomination, ni SIREN, ni SIRET (Sitadel ne les publie pas, et la base le refuse).',
+  donnees_du:
+    "SELECT to_char(max(maj_le) AT TIME ZONE 'Europe/Paris', 'YYYY-MM-DD') AS d FROM permis WHERE dataset = '{dataset}'",
+  source: 'Sitadel (SDES)',
+});
+
+const dpe = (nom: string, titre: string, condition: string): JeuDisponible => ({
+  nom,
+  titre,
+  description: titre,
+  nature: 'public_brut',
+  depuis: 'dpe x',
+  conditions: ["x.dataset = '{dataset}'", condition],
+  colonnes: [
+    t('numero_dpe', 'x.numero_dpe', { indexee: true }),
+    t('cle_ban', 'x.cle_ban', { indexee: true }),
+    t('adresse', 'x.adresse'),
+    t('code_postal', 'x.code_postal', { territoire: 'code_postal' }),
+    t('insee', 'x.insee', { indexee: true, territoire: 'commune' }),
+    t('commune', 'x.commune'),
+    n('lat', 'x.lat'),
+    n('lon', 'x.lon'),
+    d('etabli_le', 'x.etabli_le'),
+    d('fin_validite', 'x.fin_validite'),
+    t('etiquette', 'x.etiquette'),
+    t('ges', 'x.ges'),
+    n('conso_kwh_m2_an', 'x.conso_kwh_m2_an'),
+    n('ges_kg_m2_an', 'x.ges_kg_m2_an'),
+    n('surface_m2', 'x.surface_m2'),
+    t('type_batiment', 'x.type_batiment'),
+    t('periode_construction', 'x.periode_construction'),
+    e('annee_construction', 'x.annee_construction'),
+    t('chauffage_energie', 'x.chauffage_energie'),
+    t('isolation_enveloppe', 'x.isolation_enveloppe'),
+    t('modele', 'x.modele'),
+    t('methode', 'x.methode'),
+    t('numero_dpe_remplace', 'x.numero_dpe_remplace'),
+    t('immatriculation_copropriete', 'x.immatriculation_copropriete'),
+  ],
+  cle_tri: ['numero_dpe'],
+  large: true,
+  creneau_lourd: true,
+  retrait: 'Le DPE publié par l’ADEME ne nomme ni propriétaire ni occupant : rien à retirer.',
+  donnees_du: "SELECT to_char(max(etabli_le), 'YYYY-MM-DD') AS d FROM dpe WHERE dataset = '{dataset}'",
+  source: 'ADEME, DPE logements',
+});
+
+/** The date the 2021 DPE method came into force: DPE established before it are of the old method. */
+const DPE_2021 = "DATE '2021-07-01'";
+const NEUF = "coalesce(x.modele ILIKE '%neuf%', false)";
+
+export const JEUX: readonly Jeu[] = [
+  annonce(
+    'annonces',
+    'Annonces en ligne',
+    'Les annonces immobilières en ligne (statut actif), une ligne par annonce et par portail.',
+    "a.statut = 'actif'",
+  ),
+  {
+    nom: 'evenements_prix',
+    titre: 'Événements de prix des annonces',
+    description:
+      'Les baisses et hausses de prix des annonces (journal append-only), une ligne par événement, par id croissant : prix avant et après.',
+    nature: 'calcule_svc',
+    depuis: 'annonces_evenements v',
+    conditions: ["v.dataset = '{dataset}'", "v.genre IN ('baisse_prix', 'hausse_prix')"],
+    colonnes: [
+      e('id', 'v.id', { indexee: true }),
+      t('genre', 'v.genre'),
+      h('le', 'v.le'),
+      t('annonce_id', 'v.annonce_id', { indexee: true }),
+      t('insee', 'v.insee', { indexee: true, territoire: 'commune' }),
+      t('code_postal', 'v.code_postal', { indexee: true, territoire: 'code_postal' }),
+      t('departement', 'v.departement', { indexee: true, territoire: 'departement' }),
+      n('prix_avant', "(v.avant->>'prix')::float8"),
+      n('prix_apres', "(v.apres->>'prix')::float8"),
+      n(
+        'variation_pct',
+        "CASE WHEN (v.avant->>'prix')::float8 > 0 THEN round((100 * ((v.apres->>'prix')::float8 / (v.avant->>'prix')::float8 - 1))::numeric, 2)::float8 END",
+      ),
+    ],
+    cle_tri: ['id'],
+    large: true,
+    creneau_lourd: false,
+    retrait: 'Un événement ne porte que le prix et le lieu de l’annonce : aucun vendeur.',
+    donnees_du:
+      "SELECT to_char(max(le) AT TIME ZONE 'Europe/Paris', 'YYYY-MM-DD') AS d FROM annonces_evenements WHERE dataset = '{dataset}'",
+    source: 'annonces des portails (relevés)',
+  },
+  {
+    nom: 'diffusions',
+    titre: 'Diffusions des biens sur les portails',
+    description:
+      'Où et quand chaque bien (dédoublonné) paraît : une ligne par bien et par annonce qui le diffuse, avec son portail, sa première parution, son retrait et son prix.',
+    nature: 'calcule_svc',
+    depuis: 'annonces a',
+    conditions: ["a.dataset = '{dataset}'", "a.statut <> 'masque'"],
+    colonnes: [
+      t('bien_uid', 'a.bien_uid', { indexee: true }),
+      t('annonce_id', 'a.id', { indexee: true }),
+      t('portail', 'a.portail'),
+      b('principale', 'a.principale'),
+      t('statut', 'a.statut'),
+      t('insee', 'a.insee', { indexee: true, territoire: 'commune' }),
+      t('code_postal', 'a.code_postal', { territoire: 'code_postal' }),
+      t('type_vendeur', 'a.type_vendeur'),
+      t('vendeur_enseigne', pro("coalesce(a.annonceur->>'enseigne', a.annonceur->>'nom')")),
+      d('premiere_parution', 'a.premiere_parution'),
+      h('vu_le', 'a.vu_le'),
+      h('retire_le', 'a.retire_le'),
+      n('prix', 'a.prix'),
+    ],
+    cle_tri: ['bien_uid', 'annonce_id'],
+    large: true,
+    creneau_lourd: false,
+    retrait: RETRAIT_ANNONCES,
+    donnees_du:
+      "SELECT to_char(max(vu_le) AT TIME ZONE 'Europe/Paris', 'YYYY-MM-DD') AS d FROM annonces WHERE dataset = '{dataset}'",
+    source: 'annonces des portails (relevés)',
+  },
+  {
+    nom: 'communes',
+    titre: 'Communes',
+    description:
+      'Les communes (code officiel géographique, découpage administratif Etalab) : nom, rattachements, population.',
+    nature: 'public_brut',
+    depuis: 'communes c',
+    conditions: ["c.dataset = '{dataset}'"],
+    colonnes: [
+      t('insee', 'c.insee', { indexee: true, territoire: 'commune' }),
+      t('nom', 'c.nom'),
+      t('type', 'c.type'),
+      t('departement', 'c.departement', { territoire: 'departement' }),
+      t('region', 'c.region'),
+      t('epci', 'c.epci'),
+      t('commune_parente', 'c.commune_parente'),
+      j('codes_postaux', 'to_json(c.codes_postaux)'),
+      e('population', 'c.population'),
+      n('lat', 'c.lat'),
+      n('lon', 'c.lon'),
+    ],
+    cle_tri: ['insee'],
+    large: false,
+    creneau_lourd: false,
+    retrait: 'Des communes : aucune personne.',
+    donnees_du: null,
+    source: 'INSEE, découpage administratif (Etalab)',
+  },
+  {
+    nom: 'prix_iris',
+    titre: 'Prix au m² par IRIS',
+    description: 'Le prix au m² des appartements et des maisons par quartier IRIS, mesuré ou estimé, avec ses ventes.',
+    nature: 'calcule_svc',
+    depuis: 'marche_iris i',
+    conditions: ["i.dataset = '{dataset}'"],
+    colonnes: [
+      t('code_iris', 'i.code_iris', { indexee: true, territoire: 'iris' }),
+      t('insee', 'i.insee', { territoire: 'commune' }),
+      t('type', 'i.type'),
+      e('millesime', 'i.millesime'),
+      n('prix_m2', 'i.prix_m2'),
+      t('label', 'i.label'),
+      e('n_ventes', 'i.n_ventes'),
+      e('n_ventes_recentes', 'i.n_ventes_recentes'),
+      n('poids_local', 'i.poids_local'),
+      n('prix_m2_local', 'i.prix_m2_local'),
+      n('prix_m2_commune', 'i.prix_m2_commune'),
+      n('demi_bande_pct', 'i.demi_bande_pct'),
+    ],
+    cle_tri: ['code_iris', 'type'],
+    large: false,
+    creneau_lourd: false,
+    retrait: 'Des prix agrégés par quartier : aucune personne.',
+    donnees_du: "SELECT to_char(donnees_du, 'YYYY-MM-DD') AS d FROM marche_derives WHERE dataset = '{dataset}'",
+    source: 'DVF (DGFiP), calcul du service',
+  },
+  {
+    nom: 'loyers',
+    titre: 'Loyers d’annonce par commune',
+    description:
+      'Les indicateurs de loyers d’annonce par commune (carte des loyers, ministère du Logement) : loyer prédit au m² charges comprises et son intervalle.',
+    nature: 'public_brut',
+    depuis: 'loyers_communes l',
+    conditions: ["l.dataset = '{dataset}'"],
+    colonnes: [
+      t('insee', 'l.insee', { indexee: true, territoire: 'commune' }),
+      t('type_logement', 'l.type_logement'),
+      e('edition', 'l.edition'),
+      t('commune', 'l.commune'),
+      t('epci', 'l.epci'),
+      t('id_zone', 'l.id_zone'),
+      n('loyer_m2', 'l.loyer_m2'),
+      n('loyer_m2_bas', 'l.loyer_m2_bas'),
+      n('loyer_m2_haut', 'l.loyer_m2_haut'),
+      t('niveau_prediction', 'l.niveau_prediction'),
+      e('nb_obs_commune', 'l.nb_obs_commune'),
+      e('nb_obs_maille', 'l.nb_obs_maille'),
+      n('r2_ajuste', 'l.r2_ajuste'),
+    ],
+    cle_tri: ['insee', 'type_logement', 'edition'],
+    large: false,
+    creneau_lourd: false,
+    retrait: 'Des indicateurs par commune : aucune personne.',
+    donnees_du: null,
+    source: 'Carte des loyers (ministère du Logement, ANIL)',
+  },
+  {
+    nom: 'mutations',
+    titre: 'Mutations DVF regroupées',
+    description:
+      'Les ventes DVF regroupées par mutation (une ligne par mutation, ses lignes repliées par le service : chaque local et chaque subdivision comptés une fois), avec les indicateurs calculés : logements, surface des logements, prix au m², vente en bloc, drapeaux.',
+    nature: 'calcule_svc',
+    depuis: 'dvf_mutations m',
+    conditions: ["m.dataset = '{dataset}'"],
+    colonnes: [
+      ...colonnesMutation(),
+      t('parcelle_principale', 'm.parcelle_principale', { indexee: true }),
+      t('cle_ban', 'm.cle_ban', { indexee: true }),
+      n('lat', 'm.lat'),
+      n('lon', 'm.lon'),
+      e('nb_lignes', 'm.nb_lignes'),
+      e('nombre_lots', 'm.nombre_lots'),
+      n('surface_terrain', 'm.surface_terrain'),
+      j('types_locaux', 'to_json(m.types_locaux)'),
+      e('logements', 'm.logements'),
+      n('surface_logements', 'm.surface_logements'),
+      n('prix_m2', 'm.prix_m2'),
+      b('vente_en_bloc', 'm.vente_en_bloc'),
+      b('avec_dependance', 'm.avec_dependance'),
+      b('avec_local_pro', 'm.avec_local_pro'),
+      b('prix_atypique', 'm.prix_atypique'),
+      b('surface_atypique', 'm.surface_atypique'),
+      b('doublon_probable', 'm.doublon_probable'),
+      t('motif', 'm.motif'),
+    ],
+    cle_tri: ['date_mutation', 'id_mutation'],
+    large: true,
+    creneau_lourd: true,
+    retrait: DVF_RETRAIT,
+    donnees_du: DVF_DATE,
+    source: 'DVF (DGFiP), regroupement du service',
+  },
+  indisponible(
+    'indice_travaux',
+    'Indice du coût des travaux',
+    'calcule_svc',
+    'Aucun indice du coût des travaux n’est importé dans ce service.',
+  ),
+  {
+    nom: 'adresses',
+    titre: 'Adresses du service',
+    description:
+      'La base d’adresses du service (BAN et compléments) : numéros, voies et lieux-dits, leur position et leurs parcelles.',
+    nature: 'calcule_svc',
+    depuis: 'adresses r',
+    conditions: ["r.dataset = '{dataset}'"],
+    colonnes: [
+      t('cle_ban', 'r.cle_ban', { indexee: true }),
+      t('type', 'r.type'),
+      e('numero', 'r.numero'),
+      t('suffixe', 'r.suffixe'),
+      t('voie', 'r.voie'),
+      t('lieu_dit', 'r.lieu_dit'),
+      t('code_postal', 'r.code_postal', { territoire: 'code_postal' }),
+      t('insee', 'r.insee', { indexee: true, territoire: 'commune' }),
+      t('commune', 'r.commune'),
+      t('libelle', 'r.libelle'),
+      n('lat', 'r.lat'),
+      n('lon', 'r.lon'),
+      t('type_position', 'r.type_position'),
+      j('parcelles', 'to_json(r.parcelles)'),
+      t('source', 'r.source'),
+    ],
+    cle_tri: ['cle_ban'],
+    large: true,
+    creneau_lourd: true,
+    retrait: 'Des adresses, sans occupant ni propriétaire : rien à retirer.',
+    donnees_du: null,
+    source: 'Base Adresse Nationale, compléments du service',
+  },
+  {
+    nom: 'dvf',
+    titre: 'Demandes de valeurs foncières (DVF géolocalisées)',
+    description:
+      'Les ventes DVF avec les colonnes du fichier Etalab « DVF géolocalisées ». Une ligne par local vendu et par subdivision de terrain, comme les lignes d’Etalab une fois dédoublonnées : Etalab écrit les locaux d’une parcelle multipliés par ses subdivisions de terrain (une maison sur trois natures de culture vient sur trois lignes) ; ici chaque local est une ligne (type_local renseigné, sans terrain) et chaque subdivision une ligne (type_local vide, nature_culture et surface_terrain renseignés) ; une mutation sans l’un ni l’autre a une ligne. La valeur, la date, l’adresse de la ligne principale et la position de la mutation sont répétées sur chacune de ses lignes, comme le fait Etalab. Pas de numero_disposition ni de numéros de lots (non gardés par l’import) ; `rang` numérote les lignes d’une mutation (locaux puis terrains).',
+    nature: 'public_brut',
+    depuis: DVF_LIGNES,
+    conditions: ["m.dataset = '{dataset}'"],
+    colonnes: [
+      ...colonnesMutation(),
+      e('rang', 'x.rang', { description: 'Rang de la ligne dans sa mutation : ses locaux, puis ses terrains.' }),
+      t('id_parcelle', "coalesce(x.loc->>'id_parcelle', x.ter->>'id_parcelle', m.parcelle_principale)"),
+      e('nombre_lots', "json_array_length(x.loc->'lots')"),
+      e(
+        'code_type_local',
+        "CASE x.loc->>'type' WHEN 'maison' THEN 1 WHEN 'appartement' THEN 2 WHEN 'dependance' THEN 3 WHEN 'local' THEN 4 END",
+      ),
+      t('type_local', TYPE_LOCAL_ETALAB),
+      n('surface_reelle_bati', "(x.loc->>'surface_bati')::float8"),
+      e('nombre_pieces_principales', "(x.loc->>'pieces')::int"),
+      t('nature_culture', "x.ter->>'nature_culture'"),
+      t('nature_culture_speciale', "x.ter->>'nature_culture_speciale'"),
+      n('surface_terrain', "(x.ter->>'surface')::float8"),
+      n('longitude', 'm.lon'),
+      n('latitude', 'm.lat'),
+    ],
+    cle_tri: ['date_mutation', 'id_mutation', 'rang'],
+    // The mutations the imports counted, times the rows of a mutation on a sample of 2 000.
+    volume: `SELECT round((SELECT sum(mutations) FROM dvf_millesimes WHERE dataset = '{dataset}')
+        * (SELECT avg(greatest(1, json_array_length(locaux::json) + json_array_length(terrains::json)))
+             FROM (SELECT locaux, terrains FROM dvf_mutations WHERE dataset = '{dataset}' LIMIT 2000) s)) AS v`,
+    large: true,
+    creneau_lourd: true,
+    retrait: DVF_RETRAIT,
+    donnees_du: DVF_DATE,
+    source: 'DVF (DGFiP), fichiers géolocalisés d’Etalab',
+  },
+  indisponible(
+    'dvf_ancien',
+    'DVF historique (avant 2014)',
+    'public_brut',
+    'Les fichiers DVF antérieurs à 2014 ne sont pas importés dans ce service : `dvf` sert les millésimes importés.',
+  ),
+  {
+    nom: 'ban',
+    titre: 'Base Adresse Nationale',
+    description:
+      'Les numéros de la Base Adresse Nationale tels qu’importés, avec les noms de colonnes du fichier BAN (id, numero, rep, nom_voie, code_postal, code_insee, nom_commune, lon, lat, type_position, cad_parcelles).',
+    nature: 'public_brut',
+    depuis: 'adresses r',
+    conditions: ["r.dataset = '{dataset}'", "r.source = 'ban'", "r.type = 'numero'"],
+    colonnes: [
+      t('id', 'r.cle_ban', { indexee: true }),
+      e('numero', 'r.numero'),
+      t('rep', 'r.suffixe'),
+      t('nom_voie', 'r.voie'),
+      t('nom_ld', 'r.lieu_dit'),
+      t('code_postal', 'r.code_postal', { territoire: 'code_postal' }),
+      t('code_insee', 'r.insee', { indexee: true, territoire: 'commune' }),
+      t('nom_commune', 'r.commune'),
+      t('code_insee_ancienne_commune', 'r.ancienne_commune_insee'),
+      t('nom_ancienne_commune', 'r.ancienne_commune_nom'),
+      n('lon', 'r.lon'),
+      n('lat', 'r.lat'),
+      t('type_position', 'r.type_position'),
+      b('certification_commune', 'r.certification'),
+      t('cad_parcelles', "array_to_string(r.parcelles, '|')"),
+    ],
+    cle_tri: ['id'],
+    large: true,
+    creneau_lourd: true,
+    retrait: 'Des adresses, sans occupant ni propriétaire : rien à retirer.',
+    donnees_du: null,
+    source: 'Base Adresse Nationale',
+  },
+  dpe('dpe_existant', 'DPE des logements existants (méthode de 2021)', `NOT ${NEUF} AND x.etabli_le >= ${DPE_2021}`),
+  dpe('dpe_neuf', 'DPE des logements neufs', NEUF),
+  indisponible(
+    'dpe_tertiaire',
+    'DPE tertiaires',
+    'public_brut',
+    'Les DPE tertiaires ne sont pas importés : l’import des DPE ne garde que les logements.',
+  ),
+  dpe('dpe_ancien', 'DPE des logements établis avant juillet 2021 (ancienne méthode)', `x.etabli_le < ${DPE_2021}`),
+  {
+    nom: 'audits',
+    titre: 'Audits énergétiques',
+    description:
+      'Les audits énergétiques réglementaires (ADEME) : classes initiale et visée, coût des travaux, étapes.',
+    nature: 'public_brut',
+    depuis: 'dpe_audits u',
+    conditions: ["u.dataset = '{dataset}'"],
+    colonnes: [
+      t('numero_audit', 'u.numero_audit', { indexee: true }),
+      t('cle_ban', 'u.cle_ban', { indexee: true }),
+      t('numero_dpe', 'u.numero_dpe', { indexee: true }),
+      t('numero_audit_remplace', 'u.numero_audit_remplace'),
+      d('etabli_le', 'u.etabli_le'),
+      d('fin_validite', 'u.fin_validite'),
+      n('cout_travaux_max', 'u.cout_travaux_max'),
+      t('classe_initiale', 'u.classe_initiale'),
+      t('classe_visee', 'u.classe_visee'),
+      b('pack_pre_vente', 'u.pack_pre_vente'),
+      e('etapes', 'u.etapes'),
+    ],
+    cle_tri: ['numero_audit'],
+    large: true,
+    creneau_lourd: false,
+    retrait: 'L’audit publié ne nomme ni propriétaire ni auditeur : rien à retirer.',
+    donnees_du: "SELECT to_char(max(etabli_le), 'YYYY-MM-DD') AS d FROM dpe_audits WHERE dataset = '{dataset}'",
+    source: 'ADEME, audits énergétiques',
+  },
+  indisponible(
+    'coproprietes',
+    'Registre des copropriétés',
+    'public_brut',
+    'Le registre national des copropriétés (ANAH) n’est pas importé dans ce service.',
+  ),
+  permis('permis_logements', 'Permis de construire des logements', 'logements'),
+  permis('permis_locaux', 'Permis de construire des locaux non résidentiels', 'locaux'),
+  permis('permis_demolir', 'Permis de démolir', 'demolir'),
+  permis('permis_amenager', 'Permis d’aménager', 'amenager'),
+  {
+    nom: 'bodacc',
+    titre: 'Annonces du BODACC',
+    description:
+      'Les avis du Bulletin officiel des annonces civiles et commerciales importés : créations, modifications, ventes, radiations, procédures.',
+    nature: 'public_brut',
+    depuis: 'avis_bodacc v',
+    conditions: ["v.dataset = '{dataset}'"],
+    colonnes: [
+      t('id', 'v.id', { indexee: true }),
+      d('date_parution', 'v.date_parution'),
+      t('parution', 'v.parution'),
+      e('numero_annonce', 'v.numero_annonce'),
+      t('type_avis', 'v.type_avis'),
+      t('famille', 'v.famille'),
+      t('categorie', 'v.categorie'),
+      d('date_effet', 'v.date_effet'),
+      t('tribunal', 'v.tribunal'),
+      t('ville', 'v.ville'),
+      t('cp', 'v.cp', { territoire: 'code_postal' }),
+      t('departement', 'v.departement', { indexee: true, territoire: 'departement' }),
+      t('denomination', 'v.denomination'),
+      t('forme_juridique', 'v.forme_juridique'),
+      j('sirens', 'to_json(v.sirens)'),
+      b('porte_sur_personne_physique', 'v.porte_sur_personne_physique'),
+      b('societe_civile', 'v.societe_civile'),
+      t('cle_ban', 'v.cle_ban', { indexee: true }),
+      t('resume', 'v.resume', { operateurs: ['nul'] }),
+    ],
+    cle_tri: ['id'],
+    large: true,
+    creneau_lourd: false,
+    retrait:
+      'Un avis portant sur une personne physique ne la nomme pas : ni dénomination ni adresse de siège (la base le refuse), et son résumé est rebâti des seuls champs codés.',
+    donnees_du: "SELECT to_char(max(date_parution), 'YYYY-MM-DD') AS d FROM avis_bodacc WHERE dataset = '{dataset}'",
+    source: 'BODACC (DILA)',
+  },
+  indisponible(
+    'lovac',
+    'Logements vacants (LOVAC)',
+    'public_brut',
+    'Le fichier LOVAC des logements vacants n’est pas importé dans ce service.',
+  ),
+  {
+    nom: 'plu',
+    titre: 'Zones des PLU',
+    description:
+      'Les zones des documents d’urbanisme (Géoportail de l’Urbanisme, ZONE_URBA) : libellé, type, règlement, date d’approbation, contour GeoJSON en WGS84.',
+    nature: 'public_brut',
+    depuis: 'zones_urbanisme z',
+    conditions: ["z.dataset = '{dataset}'"],
+    colonnes: [
+      t('idurba', 'z.idurba', { indexee: true }),
+      t('cle', 'z.cle'),
+      t('libelle', 'z.libelle'),
+      t('libelong', 'z.libelong'),
+      t('typezone', 'z.typezone'),
+      t('destdomi', 'z.destdomi'),
+      t('insee', 'z.insee', { indexee: true, territoire: 'commune' }),
+      t('reglement_url', 'z.reglement_url'),
+      e('reglement_page', 'z.reglement_page'),
+      d('datappro', 'z.datappro'),
+      d('datvalid', 'z.datvalid'),
+      n('aire_m2', 'z.aire_m2'),
+      j('geometrie', 'z.geometrie'),
+    ],
+    cle_tri: ['idurba', 'cle'],
+    large: true,
+    creneau_lourd: false,
+    retrait: 'Des zones d’urbanisme : aucune personne.',
+    donnees_du:
+      "SELECT to_char(max(maj_le) AT TIME ZONE 'Europe/Paris', 'YYYY-MM-DD') AS d FROM zones_urbanisme WHERE dataset = '{dataset}'",
+    source: 'Géoportail de l’Urbanisme (IGN)',
+  },
+  indisponible(
+    'signaux_communes',
+    'Signaux par commune',
+    'calcule_svc',
+    'Les signaux par commune ne sont pas calculés dans ce service ; les signaux par adresse sont servis par le pré-marché.',
+  ),
+  {
+    nom: 'marche_commune',
+    titre: 'Indicateurs de marché par commune',
+    description:
+      'Les indicateurs de marché de chaque commune : transactions, prix au m², loyers, rendements, évolution, passoires, zone A/B/C, attractivité.',
+    nature: 'calcule_svc',
+    depuis: 'marche_indicateurs k',
+    conditions: ["k.dataset = '{dataset}'"],
+    colonnes: [
+      t('insee', 'k.insee', { indexee: true, territoire: 'commune' }),
+      t('commune', 'k.commune'),
+      t('code_postal', 'k.code_postal', { territoire: 'code_postal' }),
+      t('departement', 'k.departement', { territoire: 'departement' }),
+      t('region', 'k.region'),
+      e('population', 'k.population'),
+      e('transactions', 'k.transactions'),
+      n('prix_m2_appartement', 'k.prix_m2_appartement'),
+      n('prix_m2_maison', 'k.prix_m2_maison'),
+      n('prix_m2_logement', 'k.prix_m2_logement'),
+      n('loyer_m2_appartement', 'k.loyer_m2_appartement'),
+      n('loyer_m2_maison', 'k.loyer_m2_maison'),
+      n('rendement_brut_appartement_pct', 'k.rendement_brut_appartement_pct'),
+      n('rendement_brut_maison_pct', 'k.rendement_brut_maison_pct'),
+      n('evolution_3_ans_pct', 'k.evolution_3_ans_pct'),
+      n('passoires_dpe_fg_pct', 'k.passoires_dpe_fg_pct'),
+      e('dpe_n', 'k.dpe_n'),
+      t('zone_abc', 'k.zone_abc'),
+      n('score_attractivite', 'k.score_attractivite'),
+    ],
+    cle_tri: ['insee'],
+    large: false,
+    creneau_lourd: false,
+    retrait: 'Des indicateurs par commune : aucune personne.',
+    donnees_du: "SELECT to_char(donnees_du, 'YYYY-MM-DD') AS d FROM marche_derives WHERE dataset = '{dataset}'",
+    source: 'DVF, DPE, carte des loyers : calcul du service',
+  },
+  {
+    nom: 'agences_commune',
+    titre: 'Activité des agences par commune et par mois',
+    description:
+      'Les agences actives de chaque commune, mois par mois, d’après les annonces : mandats, exclusifs, durée médiane en ligne, part des biens baissés, part de marché.',
+    nature: 'calcule_svc',
+    depuis: 'agences_activite g',
+    conditions: ["g.dataset = '{dataset}'"],
+    colonnes: [
+      t('insee', 'g.insee', { indexee: true, territoire: 'commune' }),
+      t('mois', 'g.mois'),
+      t('vendeur', 'g.vendeur', { description: 'SIREN, sinon nom de l’agence : la clé de l’agence dans la commune.' }),
+      t('siren', 'g.siren', { indexee: true }),
+      t('enseigne', 'g.enseigne'),
+      e('mandats', 'g.mandats'),
+      e('exclusifs', 'g.exclusifs'),
+      n('duree_mediane_j', 'g.duree_mediane_j'),
+      n('part_baisses_pct', 'g.part_baisses_pct'),
+      n('part_marche_pct', 'g.part_marche_pct'),
+    ],
+    cle_tri: ['insee', 'mois', 'vendeur'],
+    large: false,
+    creneau_lourd: false,
+    retrait:
+      'Seuls des professionnels : un entrepreneur individuel que SIRENE ne diffuse pas paraît sous « Entrepreneur individuel (identité non diffusée) », sans nom.',
+    donnees_du: "SELECT to_char(donnees_du, 'YYYY-MM-DD') AS d FROM agences_calculs WHERE dataset = '{dataset}'",
+    source: 'annonces des portails (relevés), SIRENE (Insee)',
+  },
+  {
+    nom: 'sirene_immobilier',
+    titre: 'Entreprises de l’immobilier (SIRENE)',
+    description:
+      'Les unités légales SIRENE dont l’activité principale est immobilière (section L, 68.xx : marchands de biens, SCI, agences, administrateurs de biens), avec la commune de leur siège.',
+    nature: 'public_brut',
+    depuis: 'unites_legales u LEFT JOIN etablissements s ON s.dataset = u.dataset AND s.siret = u.siren || u.nic_siege',
+    conditions: ["u.dataset = '{dataset}'", "u.ape LIKE '68%'"],
+    colonnes: [
+      t('siren', 'u.siren', { indexee: true }),
+      t('denomination', 'u.denomination'),
+      t('sigle', 'u.sigle'),
+      t('categorie_juridique', 'u.categorie_juridique'),
+      b('personne_physique', 'u.personne_physique'),
+      b('societe_civile', 'u.societe_civile'),
+      t('ape', 'u.ape'),
+      t('etat', 'u.etat'),
+      d('cree_le', 'u.cree_le'),
+      d('cesse_le', 'u.cesse_le'),
+      b('diffusion_partielle', 'u.diffusion_partielle'),
+      t('tranche_effectif', 'u.tranche_effectif'),
+      t('categorie_entreprise', 'u.categorie_entreprise'),
+      t('siege_code_postal', 's.code_postal', { indexee: true, territoire: 'code_postal' }),
+      t('siege_insee', 's.insee', { territoire: 'commune' }),
+      t('siege_commune', 's.commune'),
+    ],
+    cle_tri: ['siren'],
+    large: true,
+    creneau_lourd: false,
+    retrait:
+      'Une personne physique (entrepreneur individuel) n’est jamais nommée : SIRENE importé ne garde ni son nom ni son prénom (denomination vide) ; en diffusion partielle, ni son siège.',
+    donnees_du:
+      "SELECT to_char(max(dernier_traitement), 'YYYY-MM-DD') AS d FROM unites_legales WHERE dataset = '{dataset}'",
+    source: 'SIRENE (Insee)',
+  },
+  annonce(
+    'annonces_archives',
+    'Annonces retirées',
+    'Les annonces retirées des portails (vendues, expirées ou retirées), une ligne par annonce et par portail, avec leur date de retrait.',
+    "a.statut = 'retire'",
+  ),
+  annonce(
+    'biens',
+    'Biens en vente (dédoublonnés)',
+    'Les biens mis en vente, dédoublonnés entre portails : une ligne par bien, l’annonce qui le représente (la principale), en ligne ou retirée.',
+    'a.principale',
+  ),
+];
+
+export const NOMS_JEUX = JEUX.map((j) => j.nom) as [string, ...string[]];
+
+const parNom = new Map(JEUX.map((j) => [j.nom, j]));
+
+export function jeuNomme(nom: string): Jeu | undefined {
+  return parNom.get(nom);
+}
+
+export function estDisponible(jeu: Jeu): jeu is JeuDisponible {
+  return !('indisponible' in jeu);
+}
+
+export function colonne(jeu: JeuDisponible, nom: string): Colonne | undefined {
+  return jeu.colonnes.find((c) => c.nom === nom);
+}
+
+/** The dataset's FROM and conditions for `dataset` (a closed value, never client input). */
+export function sourceSql(jeu: JeuDisponible, dataset: Dataset): { depuis: string; conditions: string[] } {
+  const place = (s: string) => s.replaceAll('{dataset}', dataset);
+  return { depuis: place(jeu.depuis), conditions: jeu.conditions.map(place) };
+}
+
+/** ORDER BY of the sort key: ascending, empty values last (a sort key is never empty: said for the reader). */
+export function ordreSql(jeu: JeuDisponible): string {
+  return jeu.cle_tri.map((nom) => `${colonne(jeu, nom)!.sql} ASC NULLS LAST`).join(', ');
+}
+
+/**
+ * Every row of a dataset, after the removal of private individuals, in sort-key order: the full file of exports and
+ * of the lake. The dataset literal is the only value placed in it.
+ */
+export function sourceComplete(
+  nom: string,
+  dataset: Dataset = 'live',
+): { sql: string; colonnes: { nom: string; type: TypeColonne }[] } {
+  const jeu = jeuNomme(nom);
+  if (!jeu) throw new Error(`Jeu inconnu : ${nom}`);
+  if (!estDisponible(jeu)) throw new Error(`Jeu ${nom} indisponible : ${jeu.indisponible}`);
+  const { depuis, conditions } = sourceSql(jeu, dataset);
+  const select = jeu.colonnes.map((c) => `${c.sql} AS "${c.nom}"`).join(',\n       ');
+  return {
+    sql: `SELECT ${select}\n  FROM ${depuis}\n WHERE ${conditions.join(' AND ')}\n ORDER BY ${ordreSql(jeu)}`,
+    colonnes: jeu.colonnes.map((c) => ({ nom: c.nom, type: c.type })),
+  };
+}
