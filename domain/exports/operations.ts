@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineOperation } from '../catalogue.ts';
 import { ApiError } from '../errors.ts';
+import { jour } from '../entrees.ts';
 import { TYPES_CONTENU, nomDonnees, type Perimetre } from './construire.ts';
 import { FORMATS_EXPORT, JEUX_EXPORT, RETRAIT_PARTICULIERS } from './editions.ts';
 import { adresseFichier, DUREE_LIEN_S } from './telechargement.ts';
@@ -139,10 +140,8 @@ export const exportsTelecharger = defineOperation({
   errors: ['ressource_absente'],
   input: z.object({
     jeu: Jeu,
-    date: z
-      .string()
-      .regex(/^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/, 'Date AAAA-MM-JJ.')
-      .describe('Jour de l’édition (AAAA-MM-JJ).'),
+    // A day of the calendar (no 30 February), of a year PostgreSQL knows (not 0000).
+    date: jour.describe('Jour de l’édition (AAAA-MM-JJ).'),
     format: Format.default('parquet').describe('Format du fichier de données (parquet par défaut).'),
     fichier: z.enum(FICHIERS).default('donnees').describe('donnees (par défaut), dictionnaire ou fiche_qualite.'),
     perimetre: z

@@ -237,6 +237,12 @@ describe(`exports and exports_telecharger${SKIP}`, () => {
         .erreurs.map((e: any) => e.champ)
         .sort(),
     ).toEqual(['date', 'jeu']);
+    // Days the calendar or PostgreSQL does not have: refused as such, never a server error.
+    for (const jour of ['2025-02-30', '0000-01-01']) {
+      const res = await t.call('GET', `/exports/dvf_adresse/${jour}`, contrat.cle);
+      expect(res.statusCode, jour).toBe(400);
+      expect(res.json().erreurs.map((e: any) => e.champ)).toEqual(['date']);
+    }
   });
 
   it('is not a tool of the Hub nor of MCP', async () => {
