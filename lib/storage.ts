@@ -69,6 +69,16 @@ export function assertSafeKey(key: string): void {
 
 /** `~` never appears in a key, so side files (content type, writes in progress) cannot collide with a file. */
 const META_SUFFIX = '~meta';
+
+/** The type kept in a file's side file; a file without its side file stays readable, as bytes of unknown type. */
+async function contentTypeOf(file: string): Promise<string> {
+  try {
+    return (JSON.parse(await readFile(file + META_SUFFIX, 'utf8')) as { contentType: string }).contentType;
+  } catch {
+    return 'application/octet-stream';
+  }
+}
+
 const TMP_MARK = '~tmp';
 
 async function writeAtomically(file: string, data: Uint8Array | string): Promise<void> {
@@ -111,13 +121,7 @@ export function createFolderStorage(dir: string): FileStorage {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw error;
       }
-      let contentType = 'application/octet-stream';
-      try {
-        contentType = (JSON.parse(await readFile(file + META_SUFFIX, 'utf8')) as { contentType: string }).contentType;
-      } catch {
-        // As `get`: a file without its side file is bytes of unknown type.
-      }
-      return { stream: createReadStream(file), size, contentType };
+      return { stream: createReadStream(file), size, contentType: await contentTypeOf(file) };
     },
     async get(key) {
       const file = fileOf(key);
@@ -128,13 +132,10 @@ export function createFolderStorage(dir: string): FileStorage {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw error;
       }
-      let contentType = 'application/octet-stream';
-      try {
-        contentType = (JSON.parse(await readFile(file + META_SUFFIX, 'utf8')) as { contentType: string }).contentType;
-      } catch {
-        // A file without its side file stays readable, as bytes of unknown type.
-      }
-      return { bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), contentType };
+      return {
+        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+        contentType: await contentTypeOf(file),
+      };
     },
     async delete(key) {
       const file = fileOf(key);
