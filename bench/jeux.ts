@@ -87,8 +87,10 @@ function client(service: Service, cle: string) {
   return async <T>(chemin: string): Promise<{ ms: number; status: number; corps: T }> => {
     const start = performance.now();
     const res = await fetch(`${service.url}/api/v1${chemin}`, { headers: { authorization: `Bearer ${cle}` } });
-    const corps = (await res.json()) as T;
-    return { ms: performance.now() - start, status: res.status, corps };
+    const octets = await res.arrayBuffer();
+    // Until the answer's last byte is in, as in bench/annonces.ts: the client's parsing is not the service's time.
+    const ms = performance.now() - start;
+    return { ms, status: res.status, corps: JSON.parse(Buffer.from(octets).toString()) as T };
   };
 }
 type Client = ReturnType<typeof client>;

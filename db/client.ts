@@ -15,10 +15,17 @@ export function createDb(connectionString: string, max = 10): Db {
 }
 
 /** Runs `work` in one transaction: committed when it returns, rolled back when it throws. */
-export async function transaction<T>(db: Db, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(
+  db: Db,
+  work: (client: pg.PoolClient) => Promise<T>,
+  reglages: Record<string, string | number> = {},
+): Promise<T> {
   const client = await db.connect();
   try {
-    await client.query('BEGIN');
+    // Settings of the transaction alone (SET LOCAL), sent with its BEGIN: one round trip, not one each.
+    await client.query(
+      ['BEGIN', ...Object.entries(reglages).map(([nom, valeur]) => `SET LOCAL ${nom} = ${valeur}`)].join('; '),
+    );
     const result = await work(client);
     await client.query('COMMIT');
     return result;

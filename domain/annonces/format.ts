@@ -408,19 +408,21 @@ export function instant(v: unknown): Date | null {
   return d;
 }
 
+// Made once, not per snapshot: building a DateTimeFormat costs more than reading a snapshot's dates.
+const HEURE_PARIS = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', hour: '2-digit', hour12: false });
+const JOUR_PARIS = new Intl.DateTimeFormat('fr-CA', { timeZone: 'Europe/Paris' });
+
 /** Paris's offset on a day (+01:00 in winter, +02:00 in summer). */
 function offsetParis(jour: string): string {
   const midi = new Date(`${jour}T12:00:00Z`);
   if (Number.isNaN(midi.getTime())) return 'Z';
-  const heure = Number(
-    new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', hour: '2-digit', hour12: false }).format(midi),
-  );
+  const heure = Number(HEURE_PARIS.format(midi));
   return `+0${heure - 12}:00`;
 }
 
 /** The calendar day of an instant in Paris (AAAA-MM-JJ): price changes are deduplicated by it. */
 export function jourParis(d: Date | string): string {
-  return new Intl.DateTimeFormat('fr-CA', { timeZone: 'Europe/Paris' }).format(new Date(d));
+  return JOUR_PARIS.format(new Date(d));
 }
 
 function dateJour(v: unknown): string | null {

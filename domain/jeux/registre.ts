@@ -191,12 +191,14 @@ const annonce = (nom: string, titre: string, description: string, condition: str
  * subdivision (type_local empty, nature_culture and surface_terrain given); a mutation with neither has one row. The
  * mutation's fields (value, date, address of its main line, position) are repeated on each of its rows, as Etalab does.
  */
+// jsonb, not json: a row reads up to eight fields of its local or subdivision, and `->>` on json parses the text
+// again for each (measured on a real Paris commune, a 1,000-row page: 24 ms of SQL as json, 11 ms as jsonb).
 const DVF_LIGNES = `dvf_mutations m CROSS JOIN LATERAL (
-    SELECT l.rang, l.e AS loc, NULL::json AS ter
-      FROM json_array_elements(m.locaux::json) WITH ORDINALITY AS l(e, rang)
+    SELECT l.rang, l.e AS loc, NULL::jsonb AS ter
+      FROM jsonb_array_elements(m.locaux::jsonb) WITH ORDINALITY AS l(e, rang)
     UNION ALL
-    SELECT json_array_length(m.locaux::json) + t.rang, NULL, t.e
-      FROM json_array_elements(m.terrains::json) WITH ORDINALITY AS t(e, rang)
+    SELECT jsonb_array_length(m.locaux::jsonb) + t.rang, NULL, t.e
+      FROM jsonb_array_elements(m.terrains::jsonb) WITH ORDINALITY AS t(e, rang)
     UNION ALL
     SELECT 1, NULL, NULL WHERE m.locaux = '[]' AND m.terrains = '[]'
   ) x`;
@@ -567,7 +569,7 @@ export const JEUX: readonly Jeu[] = [
       ...colonnesMutation(),
       e('rang', 'x.rang', { description: 'Rang de la ligne dans sa mutation : ses locaux, puis ses terrains.' }),
       t('id_parcelle', "coalesce(x.loc->>'id_parcelle', x.ter->>'id_parcelle', m.parcelle_principale)"),
-      e('nombre_lots', "json_array_length(x.loc->'lots')"),
+      e('nombre_lots', "jsonb_array_length(x.loc->'lots')"),
       e(
         'code_type_local',
         "CASE x.loc->>'type' WHEN 'maison' THEN 1 WHEN 'appartement' THEN 2 WHEN 'dependance' THEN 3 WHEN 'local' THEN 4 END",
