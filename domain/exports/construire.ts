@@ -6,13 +6,13 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { transaction, type Db } from '../../db/client.ts';
 import { ecrireFichiers, TYPE_DUCKDB, type FichierEcrit, type FormatFichier } from '../../lib/parquet.ts';
 import type { FileStorage } from '../../lib/storage.ts';
-import { EDITIONS, type EditionProduite, type JeuExport } from './editions.ts';
+import { EDITIONS, sourceEdition, type ColonneExport, type JeuExport } from './editions.ts';
 
 /**
- * Building an edition: the rows of its SELECT written by DuckDB in each of its formats (one snapshot of the database
- * for all of them), its data dictionary and its quality sheet, its volume checked, its files stored through the
- * storage of the documents (folder or bucket), and its rows recorded in exports_editions. An edition whose volume is
- * implausible is recorded `retenue` with its reason and never listed.
+ * Building an edition: its rows (those of its registry dataset, or of its own SELECT: sourceEdition) written by DuckDB
+ * in each of its formats (one snapshot of the database for all of them), its data dictionary and its quality sheet,
+ * its volume checked, its files stored through the storage of the documents (folder or bucket), and its rows recorded
+ * in exports_editions. An edition whose volume is implausible is recorded `retenue` with its reason and never listed.
  */
 
 export type Perimetre = 'contrat' | 'echantillon';
@@ -58,13 +58,16 @@ interface Qualite {
 }
 
 /** Counts read back from the written file by DuckDB: the file's own row count, its nulls per column, its date range. */
-async function qualiteDuFichier(fichier: string, edition: EditionProduite): Promise<Qualite> {
+async function qualiteDuFichier(
+  fichier: string,
+  colonnes: ColonneExport[],
+  date: string | undefined,
+): Promise<Qualite> {
   const instance = await DuckDBInstance.create(':memory:', { threads: '2', memory_limit: '256MB' });
   const duck = await instance.connect();
   try {
     const q = (nom: string) => `"${nom}"`;
-    const nuls = edition.colonnes.map((c, i) => `count(*) - count(${q(c.nom)}) AS n${i}`);
-    const date = edition.colonneDate;
+    const nuls = colonnes.map((c, i) => `count(*) - count(${q(c.nom)}) AS n${i}`);
     const periode = date ? [`min(${q(date)})::VARCHAR AS de`, `max(${q(date)})::VARCHAR AS a`] : [];
     const reader = await duck.runAndReadAll(
       `SELECT count(*) AS lignes, ${[...nuls, ...periode].join(', ')} FROM read_parquet('${fichier.replaceAll("'", "''")}')`,
@@ -72,7 +75,7 @@ async function qualiteDuFichier(fichier: string, edition: EditionProduite): Prom
     const row = reader.getRowObjectsJson()[0] as Record<string, string | number | null>;
     return {
       lignes: Number(row.lignes),
-      nuls: Object.fromEntries(edition.colonnes.map((c, i) => [c.nom, Number(row[`n${i}`])])),
+      nuls: Object.fromEntries(colonnes.map((c, i) => [c.nom, Number(row[`n${i}`])])),
       periode: date
         ? { colonne: date, de: (row.de as string | null) ?? null, a: (row.a as string | null) ?? null }
         : null,
@@ -125,6 +128,7 @@ export async function construireEdition(options: ConstruireOptions): Promise<Res
   }
   const edition = declaree;
   const dataset = datasetDe(perimetre);
+  const source = sourceEdition(edition, dataset);
   const travail = await mkdtemp(path.join(tmpdir(), `svc-export-${jeu}-`));
   try {
     // One snapshot for every format, the source count and the source dates: the files agree with each other.
@@ -134,16 +138,16 @@ export async function construireEdition(options: ConstruireOptions): Promise<Res
       const sorties = edition.formats.map((format) => ({ format, fichier: path.join(travail, nomDonnees(format)) }));
       const fichiers = await ecrireFichiers({
         db: client,
-        sql: edition.select,
-        params: [dataset],
-        colonnes: edition.colonnes,
+        sql: source.select,
+        params: source.params,
+        colonnes: source.colonnes,
         sorties,
       });
       const ecrits = sorties.map((s, i) => ({ ...s, ...fichiers[i]! }));
       log(
         `${jeu} ${perimetre} ${edition.formats.join(' + ')} : ${ecrits[0]?.lignes ?? 0} lignes en ${Math.round(performance.now() - started)} ms`,
       );
-      const lignesSource = Number((await client.query(edition.compte, [dataset])).rows[0].count);
+      const lignesSource = Number((await client.query(source.compte, source.params)).rows[0].count);
       const datesSource = edition.datesSource
         ? Object.fromEntries(
             Object.entries((await client.query(edition.datesSource, [dataset])).rows[0] ?? {}).map(([k, v]) => [
@@ -156,7 +160,7 @@ export async function construireEdition(options: ConstruireOptions): Promise<Res
     });
 
     const parquet = ecrits.find((e) => e.format === 'parquet')!;
-    const qualite = await qualiteDuFichier(parquet.fichier, edition);
+    const qualite = await qualiteDuFichier(parquet.fichier, source.colonnes, edition.colonneDate);
     const { rows: precedentes } = await db.query(
       `SELECT date::text AS date, lignes FROM exports_editions
         WHERE jeu = $1 AND perimetre = $2 AND format = 'parquet' AND statut = 'listee' AND date < $3
@@ -180,8 +184,8 @@ export async function construireEdition(options: ConstruireOptions): Promise<Res
       source: edition.source,
       perimetre,
       date,
-      retrait_particuliers: edition.retrait,
-      colonnes: edition.colonnes.map((c) => ({
+      retrait_particuliers: source.retrait,
+      colonnes: source.colonnes.map((c) => ({
         nom: c.nom,
         type: c.type,
         type_fichier: TYPE_DUCKDB[c.type],
@@ -198,7 +202,7 @@ export async function construireEdition(options: ConstruireOptions): Promise<Res
       nuls_par_colonne: qualite.nuls,
       periode: qualite.periode,
       dates_source: datesSource,
-      retrait_particuliers: edition.retrait,
+      retrait_particuliers: source.retrait,
       controle: {
         statut,
         raison,

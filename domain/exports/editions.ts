@@ -1,13 +1,15 @@
-import type { ColonneFichier, FormatFichier, TypeColonne } from '../../lib/parquet.ts';
+import type { ColonneFichier, FormatFichier, ParametreSql, TypeColonne } from '../../lib/parquet.ts';
+import { sourceComplete } from '../jeux/registre.ts';
+import type { Dataset } from '../platform/sandbox.ts';
 
 /**
- * The export editions, each dataset of the specification's enum declared once: its source SELECT over the tables the
- * domains hold, its columns with their type and meaning (the data dictionary), the removal of private individuals
- * applied to every row, and its formats. A dataset whose data this service does not hold, or whose format cannot be
- * produced here, is declared `produite: false` with its reason: it is never built, never listed, never faked.
- *
- * Every SELECT takes the dataset (`live` for the contract editions, `sandbox` for the common sample) as `$1`, and
- * yields the columns of `colonnes` in their order.
+ * The export editions, each dataset of the specification's enum declared once, with its formats. An edition that is
+ * the rows of a dataset of the registry (domain/jeux/registre.ts) names it (`registre`) and takes from it its columns,
+ * their types and meaning (the data dictionary), its SQL, its order and its removal of private individuals: the file
+ * is what lire_jeu serves, every row of it, and one declaration says what a row is. Only an edition the registry has
+ * no dataset for declares its own SELECT and columns, saying why. A dataset whose data this service does not hold,
+ * or whose format cannot be produced here, is declared `produite: false` with its reason: it is never built, never
+ * listed, never faked.
  */
 
 export const JEUX_EXPORT = [
@@ -41,13 +43,34 @@ export interface ColonneExport extends ColonneFichier {
   sens: string;
 }
 
-export interface EditionProduite {
+interface EditionCommune {
   jeu: JeuExport;
   produite: true;
   titre: string;
   /** The public sources behind the rows. */
   source: string;
   formats: FormatFichier[];
+  /** A date column of the file whose range the quality sheet gives. */
+  colonneDate?: string;
+  /** One row: the dates of the source (latest import, vintages), for the quality sheet; `$1` is the dataset. */
+  datesSource?: string;
+}
+
+/** An edition that is the rows of a registry dataset, or a subset of them. */
+export interface EditionDuRegistre extends EditionCommune {
+  /** The registry dataset whose rows, columns, order and removal of private individuals the file is. */
+  registre: string;
+  /** Conditions written like the dataset's own, keeping the edition's rows: a subset, never more. */
+  conditions?: string[];
+  /**
+   * Rows the file withholds on top of the registry's removal, with the reason the dictionary gives: the quality sheet
+   * counts them as removed.
+   */
+  retraitLignes?: { conditions: string[]; motif: string };
+}
+
+/** An edition of rows the registry has no dataset for: its own SELECT and columns. */
+export interface EditionPropre extends EditionCommune {
   colonnes: ColonneExport[];
   /** The rows of the file, `$1` being the dataset. */
   select: string;
@@ -55,11 +78,9 @@ export interface EditionProduite {
   compte: string;
   /** The removal of private individuals applied to every row, in words (dictionary and quality sheet). */
   retrait: string;
-  /** A date column whose range the quality sheet gives. */
-  colonneDate?: string;
-  /** One row: the dates of the source (latest import, vintages), for the quality sheet. */
-  datesSource?: string;
 }
+
+export type EditionProduite = EditionDuRegistre | EditionPropre;
 
 export interface EditionNonProduite {
   jeu: JeuExport;
@@ -71,7 +92,55 @@ export type EditionDeclaree = EditionProduite | EditionNonProduite;
 
 /** The general rule, served by `exports` as `retrait_particuliers`. */
 export const RETRAIT_PARTICULIERS =
-  'Aucune ligne n’identifie un particulier : ni nom, ni coordonnée, ni adresse d’un vendeur particulier (annonces : position, clé BAN, titre, description, photos et lien retirés quand le vendeur n’est pas un professionnel) ; demandeurs de permis personnes physiques retirés ; unités SIRENE en diffusion partielle, purgées ou entrepreneurs individuels retirées ; gérants et associés jamais exportés. Chaque édition dit dans son dictionnaire et sa fiche qualité le retrait qu’elle applique.';
+  'Aucune ligne n’identifie un particulier : un vendeur particulier n’est jamais nommé et aucune de ses coordonnées n’est exportée (celles de son titre et de sa description sont masquées à l’import ; photos et lien jamais exportés) ; demandeurs de permis personnes physiques jamais nommés ; unités SIRENE en diffusion partielle, purgées ou entrepreneurs individuels retirées des sociétés civiles ; gérants et associés jamais exportés. Les fichiers appliquent le retrait des jeux de données (GET /jeux) ; chaque édition dit dans son dictionnaire et sa fiche qualité le retrait qu’elle applique.';
+
+/** What building a file of an edition needs, whatever its declaration. */
+export interface SourceEdition {
+  /** The rows of the file, in order, with `params`. */
+  select: string;
+  /** The rows before the removal of private individuals (the volume check), with `params`. */
+  compte: string;
+  params: ParametreSql[];
+  colonnes: ColonneExport[];
+  retrait: string;
+}
+
+/**
+ * The rows, columns and removal of an edition for `dataset`. A registry column without a description would be an
+ * empty entry of the dictionary: refused here, as a date column the file does not have.
+ */
+export function sourceEdition(edition: EditionProduite, dataset: Dataset): SourceEdition {
+  let source: SourceEdition;
+  if ('registre' in edition) {
+    const retenues = edition.conditions ?? [];
+    const { sql, colonnes, retrait } = sourceComplete(edition.registre, dataset, [
+      ...retenues,
+      ...(edition.retraitLignes?.conditions ?? []),
+    ]);
+    source = {
+      select: sql,
+      compte: sourceComplete(edition.registre, dataset, retenues).compte,
+      params: [],
+      colonnes: colonnes.map(({ nom, type, description }) => {
+        if (!description?.trim()) {
+          throw new Error(
+            `Colonne ${edition.registre}.${nom} sans description : le dictionnaire n’aurait pas son sens.`,
+          );
+        }
+        return { nom, type, sens: description };
+      }),
+      retrait: [retrait, edition.retraitLignes?.motif].filter(Boolean).join(' '),
+    };
+  } else {
+    const { select, compte, colonnes, retrait } = edition;
+    source = { select, compte, params: [dataset], colonnes, retrait };
+  }
+  const date = edition.colonneDate;
+  if (date && !source.colonnes.some((c) => c.nom === date && (c.type === 'date' || c.type === 'horodatage'))) {
+    throw new Error(`Édition ${edition.jeu} : colonneDate ${date} n’est pas une colonne date du fichier.`);
+  }
+  return source;
+}
 
 const c = (nom: string, type: TypeColonne, sens: string): ColonneExport => ({ nom, type, sens });
 
@@ -83,42 +152,12 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
   {
     jeu: 'annonces',
     produite: true,
-    titre: 'Annonces de vente relevées sur les portails',
+    titre: 'Annonces de vente en ligne relevées sur les portails',
     source: 'Relevés des portails d’annonces (annonces de vente)',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('id', 'texte', 'Identifiant de l’annonce (portail:identifiant).'),
-      c('portail', 'texte', 'Portail relevé.'),
-      c('statut', 'texte', 'actif, retire ou masque.'),
-      c('type', 'texte', 'appartement, maison ou immeuble.'),
-      c('neuf_ancien', 'texte', 'neuf ou ancien, null quand l’annonce ne le dit pas.'),
-      c('commune', 'texte', 'Commune.'),
-      c('code_postal', 'texte', 'Code postal.'),
-      c('insee', 'texte', 'Code INSEE de la commune.'),
-      c('precision_position', 'texte', 'adresse, approchee, centre_commune ou inconnue.'),
-      c('cle_ban', 'texte', 'Clé BAN de l’adresse ; null pour un vendeur particulier.'),
-      c('lat', 'nombre', 'Latitude WGS84 ; null pour un vendeur particulier.'),
-      c('lon', 'nombre', 'Longitude WGS84 ; null pour un vendeur particulier.'),
-      c('prix', 'nombre', 'Prix affiché (€).'),
-      c('surface', 'nombre', 'Surface habitable (m²).'),
-      c('pieces', 'entier', 'Pièces.'),
-      c('chambres', 'entier', 'Chambres.'),
-      c('etage', 'entier', 'Étage.'),
-      c('annee_construction', 'entier', 'Année de construction annoncée.'),
-      c('dpe', 'json', 'Étiquettes énergie et climat annoncées.'),
-      c('type_vendeur', 'texte', 'pro, particulier ou inconnu.'),
-      c('bien_uid', 'texte', 'Bien dédoublonné auquel l’annonce est rattachée.'),
-      c('premiere_parution', 'date', 'Première parution.'),
-      c('maj_le', 'horodatage', 'Dernier changement d’un champ servi.'),
-    ],
-    select: `SELECT id, portail, statut, type, neuf_ancien, commune, code_postal, insee, precision_position,
-        CASE WHEN type_vendeur = 'pro' THEN cle_ban END, CASE WHEN type_vendeur = 'pro' THEN lat END,
-        CASE WHEN type_vendeur = 'pro' THEN lon END, prix, surface, pieces, chambres, etage, annee_construction, dpe,
-        type_vendeur, bien_uid, premiere_parution, maj_le
-      FROM annonces WHERE dataset = $1 ORDER BY id`,
-    compte: 'SELECT count(*) FROM annonces WHERE dataset = $1',
-    retrait:
-      'Titre, description, photos, lien et coordonnées de l’annonceur jamais exportés ; pour un vendeur qui n’est pas un professionnel, position et clé BAN retirées (l’adresse d’un particulier).',
+    // The listings online; suspended ones (masque) are served nowhere, withdrawn ones are annonces_archives, which
+    // the specification's enum of exports does not name.
+    registre: 'annonces',
     colonneDate: 'premiere_parution',
     datesSource: 'SELECT max(vu_le) AS dernier_releve FROM annonces WHERE dataset = $1',
   },
@@ -128,22 +167,7 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     titre: 'Baisses et hausses de prix des annonces',
     source: 'Journal des annonces (événements baisse_prix et hausse_prix)',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('id', 'entier', 'Identifiant croissant de l’événement.'),
-      c('annonce_id', 'texte', 'Annonce concernée.'),
-      c('genre', 'texte', 'baisse_prix ou hausse_prix.'),
-      c('le', 'horodatage', 'Moment du relevé qui a vu le changement.'),
-      c('insee', 'texte', 'Code INSEE de la commune.'),
-      c('code_postal', 'texte', 'Code postal.'),
-      c('departement', 'texte', 'Département.'),
-      c('prix_avant', 'nombre', 'Prix avant (€).'),
-      c('prix_apres', 'nombre', 'Prix après (€).'),
-    ],
-    select: `SELECT id, annonce_id, genre, le, insee, code_postal, departement,
-        (avant ->> 'prix')::double precision, (apres ->> 'prix')::double precision
-      FROM annonces_evenements WHERE dataset = $1 AND genre IN ('baisse_prix', 'hausse_prix') ORDER BY id`,
-    compte: `SELECT count(*) FROM annonces_evenements WHERE dataset = $1 AND genre IN ('baisse_prix', 'hausse_prix')`,
-    retrait: 'Seuls le prix avant et après sont exportés : rien du vendeur.',
+    registre: 'evenements_prix',
     colonneDate: 'le',
   },
   {
@@ -158,52 +182,16 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     titre: 'Biens en vente dédoublonnés',
     source: 'Relevés des portails, annonces rapprochées par bien',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('bien_uid', 'texte', 'Identifiant du bien dédoublonné.'),
-      c('type', 'texte', 'Type du bien (annonce principale).'),
-      c('insee', 'texte', 'Code INSEE de la commune.'),
-      c('code_postal', 'texte', 'Code postal.'),
-      c('surface', 'nombre', 'Surface (annonce principale, m²).'),
-      c('pieces', 'entier', 'Pièces (annonce principale).'),
-      c('prix', 'nombre', 'Prix de l’annonce principale (€).'),
-      c('annonces', 'entier', 'Annonces rattachées au bien.'),
-      c('portails', 'entier', 'Portails distincts où il paraît.'),
-      c('actif', 'booleen', 'Une annonce au moins est en ligne.'),
-    ],
-    select: `SELECT bien_uid, (array_agg(type ORDER BY principale DESC, id))[1], (array_agg(insee ORDER BY principale DESC, id))[1],
-        (array_agg(code_postal ORDER BY principale DESC, id))[1], (array_agg(surface ORDER BY principale DESC, id))[1],
-        (array_agg(pieces ORDER BY principale DESC, id))[1], (array_agg(prix ORDER BY principale DESC, id))[1],
-        count(*), count(DISTINCT portail), bool_or(statut = 'actif')
-      FROM annonces WHERE dataset = $1 GROUP BY bien_uid ORDER BY bien_uid`,
-    compte: 'SELECT count(DISTINCT bien_uid) FROM annonces WHERE dataset = $1',
-    retrait: 'Aucune adresse, position ni coordonnée : le bien est situé à la commune.',
+    registre: 'biens',
+    colonneDate: 'premiere_parution',
   },
   {
     jeu: 'adresses',
     produite: true,
     titre: 'Adresses (Base Adresse Nationale)',
-    source: 'Base Adresse Nationale (BAN)',
+    source: 'Base Adresse Nationale (BAN), compléments du service',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('cle_ban', 'texte', 'Clé d’interopérabilité BAN.'),
-      c('type', 'texte', 'numero, voie, lieu_dit ou commune.'),
-      c('numero', 'entier', 'Numéro.'),
-      c('suffixe', 'texte', 'Indice de répétition.'),
-      c('voie', 'texte', 'Nom de la voie.'),
-      c('code_postal', 'texte', 'Code postal.'),
-      c('insee', 'texte', 'Code INSEE de la commune.'),
-      c('commune', 'texte', 'Commune.'),
-      c('libelle', 'texte', 'Adresse complète.'),
-      ...POSITION,
-      c('type_position', 'texte', 'Type de position BAN.'),
-      c('parcelles', 'json', 'Parcelles cadastrales de l’adresse.'),
-      c('certification', 'booleen', 'Adresse certifiée par la commune.'),
-    ],
-    select: `SELECT cle_ban, type, numero, suffixe, voie, code_postal, insee, commune, libelle, lat, lon, type_position,
-        to_json(parcelles), certification
-      FROM adresses WHERE dataset = $1 ORDER BY cle_ban`,
-    compte: 'SELECT count(*) FROM adresses WHERE dataset = $1',
-    retrait: 'La BAN ne nomme aucune personne : rien à retirer.',
+    registre: 'adresses',
   },
   {
     jeu: 'dvf_adresse',
@@ -211,36 +199,7 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     titre: 'Mutations DVF rattachées à l’adresse',
     source: 'Demandes de valeurs foncières (DGFiP, Etalab), rattachées à la BAN',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('id_mutation', 'texte', 'Identifiant de la mutation.'),
-      c('date_mutation', 'date', 'Date de la mutation.'),
-      c('nature', 'texte', 'Nature de la mutation.'),
-      c('valeur_fonciere', 'nombre', 'Valeur foncière (€).'),
-      c('adresse_numero', 'entier', 'Numéro.'),
-      c('adresse_suffixe', 'texte', 'Indice de répétition.'),
-      c('adresse_voie', 'texte', 'Voie.'),
-      c('code_postal', 'texte', 'Code postal.'),
-      c('insee', 'texte', 'Code INSEE de la commune.'),
-      c('commune', 'texte', 'Commune.'),
-      c('cle_ban', 'texte', 'Clé BAN de l’adresse rattachée.'),
-      ...POSITION,
-      c('parcelles', 'json', 'Parcelles de la mutation.'),
-      c('nombre_lots', 'entier', 'Lots.'),
-      c('types_locaux', 'json', 'Types des locaux.'),
-      c('logements', 'entier', 'Logements.'),
-      c('surface_logements', 'nombre', 'Surface des logements (m²).'),
-      c('surface_terrain', 'nombre', 'Surface du terrain (m²).'),
-      c('prix_m2', 'nombre', 'Prix au m² recalculé sur la surface des logements.'),
-      c('vente_en_bloc', 'booleen', 'Vente de plusieurs logements.'),
-      c('prix_atypique', 'booleen', 'Prix hors des bornes plausibles.'),
-      c('millesime', 'entier', 'Millésime DVF.'),
-    ],
-    select: `SELECT id_mutation, date_mutation, nature, valeur_fonciere, adresse_numero, adresse_suffixe, adresse_voie,
-        code_postal, insee, commune, cle_ban, lat, lon, to_json(parcelles), nombre_lots, to_json(types_locaux), logements,
-        surface_logements, surface_terrain, prix_m2, vente_en_bloc, prix_atypique, millesime
-      FROM dvf_mutations WHERE dataset = $1 ORDER BY date_mutation, id_mutation`,
-    compte: 'SELECT count(*) FROM dvf_mutations WHERE dataset = $1',
-    retrait: 'DVF ne publie ni le nom ni les coordonnées des parties : aucune colonne n’identifie une personne.',
+    registre: 'mutations',
     colonneDate: 'date_mutation',
     datesSource: `SELECT min(millesime) AS premier_millesime, max(millesime) AS dernier_millesime, max(importe_le) AS importe_le
       FROM dvf_mutations WHERE dataset = $1`,
@@ -249,32 +208,10 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     jeu: 'dpe',
     produite: true,
     titre: 'Diagnostics de performance énergétique des logements existants',
-    source: 'DPE logements existants (ADEME)',
+    source: 'DPE logements existants depuis juillet 2021 (ADEME)',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('numero_dpe', 'texte', 'Numéro ADEME du diagnostic.'),
-      c('cle_ban', 'texte', 'Clé BAN rattachée.'),
-      c('adresse', 'texte', 'Adresse du logement diagnostiqué.'),
-      c('code_postal', 'texte', 'Code postal.'),
-      c('insee', 'texte', 'Code INSEE de la commune.'),
-      ...POSITION,
-      c('etabli_le', 'date', 'Date d’établissement.'),
-      c('fin_validite', 'date', 'Fin de validité.'),
-      c('etiquette', 'texte', 'Étiquette énergie (A-G).'),
-      c('ges', 'texte', 'Étiquette climat (A-G).'),
-      c('conso_kwh_m2_an', 'nombre', 'Consommation (kWh/m²/an).'),
-      c('ges_kg_m2_an', 'nombre', 'Émissions (kg CO2/m²/an).'),
-      c('surface_m2', 'nombre', 'Surface (m²).'),
-      c('type_batiment', 'texte', 'maison, appartement ou immeuble.'),
-      c('periode_construction', 'texte', 'Période de construction.'),
-      c('chauffage_energie', 'texte', 'Énergie du chauffage.'),
-    ],
-    select: `SELECT numero_dpe, cle_ban, adresse, code_postal, insee, lat, lon, etabli_le, fin_validite, etiquette, ges,
-        conso_kwh_m2_an, ges_kg_m2_an, surface_m2, type_batiment, periode_construction, chauffage_energie
-      FROM dpe WHERE dataset = $1 ORDER BY numero_dpe`,
-    compte: 'SELECT count(*) FROM dpe WHERE dataset = $1',
-    retrait:
-      'L’ADEME ne publie ni propriétaire ni occupant ; le diagnostiqueur et le numéro d’immatriculation de copropriété ne sont pas exportés.',
+    // New dwellings and the DPE of the method before July 2021 are other datasets (dpe_neuf, dpe_ancien).
+    registre: 'dpe_existant',
     colonneDate: 'etabli_le',
     datesSource: 'SELECT max(importe_le) AS importe_le FROM dpe WHERE dataset = $1',
   },
@@ -284,23 +221,7 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     titre: 'Audits énergétiques',
     source: 'Audits énergétiques (ADEME)',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('numero_audit', 'texte', 'Numéro de l’audit.'),
-      c('cle_ban', 'texte', 'Clé BAN rattachée.'),
-      c('numero_dpe', 'texte', 'DPE audité.'),
-      c('etabli_le', 'date', 'Date d’établissement.'),
-      c('fin_validite', 'date', 'Fin de validité.'),
-      c('cout_travaux_max', 'nombre', 'Coût cumulé le plus haut des scénarios (€).'),
-      c('classe_initiale', 'texte', 'Classe avant travaux.'),
-      c('classe_visee', 'texte', 'Meilleure classe atteinte.'),
-      c('pack_pre_vente', 'booleen', 'Audit réglementaire avant vente.'),
-      c('etapes', 'entier', 'Étapes de travaux.'),
-    ],
-    select: `SELECT numero_audit, cle_ban, numero_dpe, etabli_le, fin_validite, cout_travaux_max, classe_initiale,
-        classe_visee, pack_pre_vente, etapes
-      FROM dpe_audits WHERE dataset = $1 ORDER BY numero_audit`,
-    compte: 'SELECT count(*) FROM dpe_audits WHERE dataset = $1',
-    retrait: 'Ni propriétaire ni auditeur : aucune colonne n’identifie une personne.',
+    registre: 'audits',
     colonneDate: 'etabli_le',
   },
   {
@@ -308,6 +229,8 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     produite: false,
     raison: 'Le registre national des copropriétés n’est pas importé par ce service.',
   },
+  // Its own SELECT: the registry has one dataset per Sitadel file (permis_logements, _locaux, _demolir, _amenager);
+  // this edition is the four in one file, with the file (`source`) as a column.
   {
     jeu: 'permis',
     produite: true,
@@ -350,28 +273,21 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
   {
     jeu: 'societes_civiles',
     produite: true,
-    titre: 'Sociétés civiles (SIRENE)',
+    titre: 'Sociétés civiles de l’immobilier (SIRENE)',
     source: 'SIRENE (Insee), unités légales',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('siren', 'texte', 'SIREN.'),
-      c('denomination', 'texte', 'Dénomination.'),
-      c('sigle', 'texte', 'Sigle.'),
-      c('categorie_juridique', 'texte', 'Catégorie juridique (65xx).'),
-      c('ape', 'texte', 'Activité principale.'),
-      c('etat', 'texte', 'A (active) ou C (cessée).'),
-      c('cree_le', 'date', 'Création.'),
-      c('cesse_le', 'date', 'Cessation.'),
-    ],
-    select: `SELECT siren, denomination, sigle, categorie_juridique, ape, etat, cree_le, cesse_le
-      FROM unites_legales
-      WHERE dataset = $1 AND societe_civile AND NOT personne_physique AND NOT diffusion_partielle AND NOT purgee
-      ORDER BY siren`,
-    compte: 'SELECT count(*) FROM unites_legales WHERE dataset = $1 AND societe_civile',
-    retrait:
-      'Unités en diffusion partielle (personnes qui ont demandé la non-diffusion), purgées ou personnes physiques retirées ; gérants et associés ne sont pas tenus, donc jamais exportés.',
+    // The civil companies among the real-estate units (APE 68): the SCI this service reads, not the professional or
+    // farming civil companies.
+    registre: 'sirene_immobilier',
+    conditions: ['u.societe_civile'],
+    retraitLignes: {
+      conditions: ['NOT u.personne_physique', 'NOT u.diffusion_partielle', 'NOT u.purgee'],
+      motif:
+        'Le fichier retire de plus les unités en diffusion partielle (qui ont demandé la non-diffusion : la dénomination d’une société civile familiale porte souvent un nom), purgées ou personnes physiques ; gérants et associés ne sont pas tenus, donc jamais exportés.',
+    },
     colonneDate: 'cree_le',
   },
+  // Its own SELECT: the pre-market scores are not a dataset of the registry.
   {
     jeu: 'pre_marche',
     produite: true,
@@ -411,6 +327,8 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
       'Ni propriétaire ni occupant ne sont tenus ; les sociétés civiles, la frise et les annonces liées ne sont pas exportées ici.',
     colonneDate: 'dpe_le',
   },
+  // Its own SELECT: the communes joined to their market indicators, two datasets of the registry (communes,
+  // marche_commune) in one file.
   {
     jeu: 'communes',
     produite: true,
@@ -442,6 +360,7 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     compte: 'SELECT count(*) FROM communes WHERE dataset = $1',
     retrait: 'Données agrégées à la commune : aucune personne.',
   },
+  // Its own SELECT: the IRIS outlines are not a dataset of the registry (prix_iris is their prices).
   {
     jeu: 'iris',
     produite: true,
@@ -466,26 +385,11 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     titre: 'Zonage des documents d’urbanisme',
     source: 'Géoportail de l’Urbanisme (ZONE_URBA)',
     formats: DEUX_FORMATS,
-    colonnes: [
-      c('idurba', 'texte', 'Document d’urbanisme.'),
-      c('libelle', 'texte', 'Code de la zone.'),
-      c('libelong', 'texte', 'Libellé long.'),
-      c('typezone', 'texte', 'U, AUc, AUs, A ou N.'),
-      c('destdomi', 'texte', 'Destination dominante.'),
-      c('datappro', 'date', 'Approbation.'),
-      c('datvalid', 'date', 'Validation.'),
-      c('insee', 'texte', 'Code INSEE.'),
-      c('reglement_url', 'texte', 'Règlement écrit.'),
-      c('aire_m2', 'nombre', 'Aire (m²).'),
-      c('geometrie', 'json', 'Contour GeoJSON (WGS84).'),
-    ],
-    select: `SELECT idurba, libelle, libelong, typezone, destdomi, datappro, datvalid, insee, reglement_url, aire_m2,
-        geometrie
-      FROM zones_urbanisme WHERE dataset = $1 ORDER BY id`,
-    compte: 'SELECT count(*) FROM zones_urbanisme WHERE dataset = $1',
-    retrait: 'Zonage réglementaire : aucune personne.',
+    registre: 'plu',
     colonneDate: 'datappro',
   },
+  // Its own SELECT: one row per agency (SIRENE and the portals), where the registry's agences_commune is their
+  // activity per commune and month.
   {
     jeu: 'agences',
     produite: true,
@@ -516,6 +420,7 @@ const EDITIONS_LISTE: EditionDeclaree[] = [
     produite: false,
     raison: 'Aucun indice du coût des travaux n’est tenu par ce service.',
   },
+  // Its own SELECT: the price scales by commune and department are not a dataset of the registry.
   {
     jeu: 'barometre',
     produite: true,

@@ -6,11 +6,14 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileDelivery } from '../../domain/documents/telechargement.ts';
+import { importAnnonces } from '../../domain/annonces/import.ts';
 import { importDvf } from '../../domain/dvf/import.ts';
 import { construireEdition, controleVolume } from '../../domain/exports/construire.ts';
-import { EDITIONS, JEUX_EXPORT } from '../../domain/exports/editions.ts';
+import { EDITIONS, JEUX_EXPORT, sourceEdition, type JeuExport } from '../../domain/exports/editions.ts';
+import { estDisponible, jeuNomme, type JeuDisponible, type TypeColonne } from '../../domain/jeux/registre.ts';
 import { createFolderStorage } from '../../lib/storage.ts';
 import { ADMIN_TOKEN, createTestApp, type TestApp } from '../support/app.ts';
+import { appartement, fichierReleves } from '../unit/annonces/support.ts';
 
 // Exports as a contract client uses them: an edition of the real DVF sample of Abzac built, listed with its SHA-256,
 // downloaded through the 302 to a link that works for 15 minutes (the service's clock, injected) and not after; the
@@ -27,6 +30,8 @@ let horloge = new Date('2026-03-02T08:00:00Z');
 let contrat: { id: string; cle: string };
 let autre: { id: string; cle: string };
 let usage: { id: string; cle: string };
+/** A usage-tier client reading the same datasets through lire_jeu. */
+let lecteur: { id: string; cle: string };
 
 /** Mutations of the sample: one row per id_mutation. */
 const mutationsAbzac = () =>
@@ -48,6 +53,89 @@ const perimetre = (id: string, jeux: string[], motif?: string) =>
 
 /** Follows a Location of this API (a path under /api/v1, no key: the signature is the credential). */
 const suivre = (location: string) => t.app.inject({ method: 'GET', url: location });
+
+/** The rows of a stored Parquet file, read by DuckDB (`$F` in `sql` is the file). */
+async function lireParquet(cle: string, sql = 'SELECT * FROM $F'): Promise<Array<Record<string, unknown>>> {
+  const stored = await files.storage.get(cle);
+  const fichier = path.join(dir, `lu-${Math.random().toString(36).slice(2)}.parquet`);
+  await writeFile(fichier, stored!.bytes);
+  const instance = await DuckDBInstance.create(':memory:');
+  const duck = await instance.connect();
+  try {
+    return (await duck.runAndReadAll(sql.replace('$F', `read_parquet('${fichier}')`))).getRowObjectsJson();
+  } finally {
+    duck.closeSync();
+    instance.closeSync();
+  }
+}
+
+/** The Parquet schema of a stored file: its columns' names and DuckDB types, in order. */
+async function schemaParquet(cle: string): Promise<Array<[string, string]>> {
+  const rows = await lireParquet(cle, 'DESCRIBE SELECT * FROM $F');
+  return rows.map((r) => [r.column_name as string, r.column_type as string]);
+}
+
+/** A value as lire_jeu's JSON and DuckDB's read of the file both give it, by the column's type. */
+function valeur(type: TypeColonne, v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  if (type === 'entier') return Number(v);
+  if (type === 'json') return typeof v === 'string' ? JSON.parse(v) : v;
+  if (type === 'horodatage') {
+    return new Date(
+      String(v)
+        .replace(' ', 'T')
+        .replace(/([+-]\d\d)$/, '$1:00'),
+    ).toISOString();
+  }
+  return v;
+}
+
+const comparables = (jeu: JeuDisponible, lignes: Array<Record<string, unknown>>) =>
+  lignes.map((l) => Object.fromEntries(jeu.colonnes.map((c) => [c.nom, valeur(c.type, l[c.nom])])));
+
+/** Every row lire_jeu serves for `requete`, page after page. */
+async function lireJeu(requete: string): Promise<Array<Record<string, unknown>>> {
+  const lignes: Array<Record<string, unknown>> = [];
+  let curseur: string | null = null;
+  do {
+    const res = await t.call(
+      'GET',
+      `${requete}&limite=100${curseur ? `&curseur=${encodeURIComponent(curseur)}` : ''}`,
+      lecteur.cle,
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    lignes.push(...res.json().lignes);
+    curseur = res.json().curseur_suivant;
+  } while (curseur);
+  return lignes;
+}
+
+/**
+ * An edition of a registry dataset is that dataset: the file's columns are the registry's (names and types, in
+ * order) and its rows are those lire_jeu serves, in the same order.
+ */
+async function attendreMemeJeu(jeu: JeuExport, cle: string, requete: string) {
+  const edition = EDITIONS.get(jeu)!;
+  expect(edition.produite && 'registre' in edition, jeu).toBe(true);
+  const registre = jeuNomme((edition as { registre: string }).registre)!;
+  expect(estDisponible(registre)).toBe(true);
+  const declare = registre as JeuDisponible;
+  const TYPES: Record<TypeColonne, string> = {
+    texte: 'VARCHAR',
+    entier: 'BIGINT',
+    nombre: 'DOUBLE',
+    booleen: 'BOOLEAN',
+    date: 'DATE',
+    horodatage: 'TIMESTAMP WITH TIME ZONE',
+    json: 'JSON',
+  };
+  expect(await schemaParquet(cle)).toEqual(declare.colonnes.map((c) => [c.nom, TYPES[c.type]]));
+  const fichier = comparables(declare, await lireParquet(cle));
+  const servies = comparables(declare, await lireJeu(requete));
+  expect(fichier.length).toBeGreaterThan(0);
+  expect(fichier).toEqual(servies);
+  return fichier;
+}
 
 async function compterParquet(bytes: Buffer): Promise<number> {
   const fichier = path.join(dir, `relu-${Math.random().toString(36).slice(2)}.parquet`);
@@ -89,6 +177,8 @@ beforeAll(async () => {
   contrat = await t.organisation({ acces: 'contrat' });
   autre = await t.organisation({ acces: 'contrat' });
   usage = await t.organisation({ acces: 'usage' });
+  lecteur = await t.organisation({ acces: 'usage', quota_minute: 100_000 });
+  await t.admin('POST', `/organisations/${lecteur.id}/credits`, { credits: 5000, motif: 'lectures des jeux' });
 }, 120_000);
 
 afterAll(async () => {
@@ -182,6 +272,12 @@ describe(`exports and exports_telecharger${SKIP}`, () => {
     const lu = await suivre(dico.headers.location as string);
     expect(createHash('sha256').update(lu.rawPayload).digest('hex')).toBe(dico.json().sha256);
     expect(lu.json().colonnes.map((c: any) => c.nom)).toContain('valeur_fonciere');
+    // Each column's meaning is the registry's description of it: never an empty entry.
+    const mutations = jeuNomme('mutations') as JeuDisponible;
+    expect(lu.json().colonnes.map((c: any) => [c.nom, c.type, c.sens])).toEqual(
+      mutations.colonnes.map((c) => [c.nom, c.type, c.description]),
+    );
+    for (const c of lu.json().colonnes) expect(c.sens.trim(), c.nom).not.toBe('');
     const fiche = await t.call('GET', '/exports/dvf_adresse/2026-03-02?fichier=fiche_qualite', contrat.cle);
     const qualite = (await suivre(fiche.headers.location as string)).json();
     expect(qualite).toMatchObject({ lignes: mutationsAbzac(), lignes_source: mutationsAbzac() });
@@ -204,6 +300,15 @@ describe(`exports and exports_telecharger${SKIP}`, () => {
       'fiche_qualite parquet contrat',
       'donnees csv.gz contrat',
     ]);
+  });
+
+  it.skipIf(!hasAbzac)('dvf_adresse is the mutations dataset: its columns, and the rows lire_jeu serves', async () => {
+    const fichier = await attendreMemeJeu(
+      'dvf_adresse',
+      'exports/contrat/dvf_adresse/2026-03-02/donnees.parquet',
+      '/jeux/mutations?filtre[code_commune][eq]=33001',
+    );
+    expect(fichier).toHaveLength(mutationsAbzac());
   });
 
   it.skipIf(!hasAbzac)('opens only the sample outside the perimeter, and says so for the contract file', async () => {
@@ -264,51 +369,86 @@ describe(`exports and exports_telecharger${SKIP}`, () => {
 });
 
 describe('the removal of private individuals, in the rows of the files', () => {
-  async function lignes(jeu: 'annonces' | 'societes_civiles', sql: string) {
+  /** Builds the day's contract edition of `jeu`; gives the key of a file of it. */
+  async function construire(jeu: 'annonces' | 'societes_civiles') {
     const r = await construireEdition({ db: t.db, storage: files.storage, jeu, perimetre: 'contrat', now: horloge });
     expect(r.statut, r.raison ?? '').toBe('listee');
-    const stored = await files.storage.get(`exports/contrat/${jeu}/2026-03-02/donnees.parquet`);
-    const fichier = path.join(dir, `${jeu}.parquet`);
-    await writeFile(fichier, stored!.bytes);
-    const instance = await DuckDBInstance.create(':memory:');
-    const duck = await instance.connect();
-    try {
-      return (await duck.runAndReadAll(sql.replace('$F', `read_parquet('${fichier}')`))).getRowObjectsJson();
-    } finally {
-      duck.closeSync();
-      instance.closeSync();
-    }
+    return (nom: string) => `exports/contrat/${jeu}/2026-03-02/${nom}`;
   }
 
-  it('a private seller’s listing is exported without position, BAN key, text or contact', async () => {
-    await t.db
-      .query(`INSERT INTO annonces (dataset, id, portail, identifiant, statut, type, precision_position, cle_ban,
-        lat, lon, prix, type_vendeur, annonceur, titre, description, premiere_parution_estimee, entree_le, vu_le, maj_le,
-        bien_uid)
-      VALUES ('live', 'portal_a:1', 'portal_a', '1', 'actif', 'maison', 'adresse', '33001_0001_00001', 45.01, -0.12,
-        250000, 'particulier', NULL, 'Maison de Jean Dupont', 'Appelez Jean au 06 12 34 56 78', false, now(), now(),
-        now(), 'b1'),
-             ('live', 'portal_a:2', 'portal_a', '2', 'actif', 'appartement', 'adresse', '33001_0002_00002', 45.02,
-        -0.13, 150000, 'pro', '{"nom": "Agence du Centre"}', 'T3', 'Beau T3', false, now(), now(), now(), 'b2')`);
-    const rows = await lignes('annonces', 'SELECT * FROM $F ORDER BY id');
-    expect(rows.map((r) => [r.id, r.type_vendeur, r.cle_ban, r.lat])).toEqual([
-      ['portal_a:1', 'particulier', null, null],
-      ['portal_a:2', 'pro', '33001_0002_00002', 45.02],
+  const lireJson = async (cle: string) => JSON.parse(Buffer.from((await files.storage.get(cle))!.bytes).toString());
+
+  it('a private seller’s listing is never named nor reachable, and is the row lire_jeu serves', async () => {
+    const ici = {
+      insee: '33001',
+      code_postal: '33230',
+      position: { lat: 45.0135, lon: -0.1262 },
+      precision: 'adresse',
+    };
+    const releves = [
+      appartement({
+        ...ici,
+        id: '1',
+        prix: 250_000,
+        premiere_parution: '2026-02-20',
+        type_vendeur: 'particulier',
+        annonceur: { nom: 'Jean Dupont', telephone: '06 12 34 56 78', email: 'jean.dupont@example.org' },
+        titre: 'Maison de M. Dupont',
+        description: 'Appelez M. Dupont au 06 12 34 56 78 ou jean.dupont@example.org.',
+      }),
+      appartement({ ...ici, id: '2', prix: 150_000, premiere_parution: '2026-02-21' }),
+    ];
+    const r = await importAnnonces(t.db, await fichierReleves(dir, 'releves.jsonl', releves), {
+      maintenant: new Date('2026-03-01T00:00:00Z'),
+    });
+    expect(r.rejetes).toEqual([]);
+    const cle = await construire('annonces');
+    const rows = await attendreMemeJeu('annonces', cle('donnees.parquet'), '/jeux/annonces?filtre[insee][eq]=33001');
+    const particulier = rows.find((r) => r.type_vendeur === 'particulier')!;
+    const pro = rows.find((r) => r.type_vendeur === 'pro')!;
+    expect(rows).toHaveLength(2);
+    expect([particulier.vendeur_nom, particulier.vendeur_telephone, particulier.vendeur_email]).toEqual([
+      null,
+      null,
+      null,
     ]);
-    const texte = JSON.stringify(rows);
-    expect(texte).not.toMatch(/Dupont|06 12 34|Jean/);
-    expect(Object.keys(rows[0]!)).not.toContain('description');
+    expect([pro.vendeur_nom, pro.vendeur_telephone]).toEqual(['AGENCE DU CANAL', '01 43 00 00 00']);
+    // Not named, no contact, anywhere in the row (its title and description masked at import, as lire_jeu has them).
+    expect(JSON.stringify(rows)).not.toMatch(/Dupont|06 12 34|jean\./i);
+    // Its position is served, as for every listing by the list format and lire_jeu.
+    expect(particulier).toMatchObject({ lat: 45.0135, lon: -0.1262, precision_position: 'adresse' });
+    const dico = await lireJson(cle('dictionnaire.json'));
+    expect(dico.retrait_particuliers).toMatch(/particulier/);
+    for (const c of dico.colonnes) expect(c.sens.trim(), c.nom).not.toBe('');
   });
 
   it('SIRENE units that asked not to be diffused, or purged, are not in the civil companies', async () => {
     await t.db.query(`INSERT INTO unites_legales (dataset, siren, denomination, categorie_juridique, personne_physique,
-        societe_civile, diffusion_partielle, purgee, etat)
-      VALUES ('live', '111111111', 'SCI DES PINS', '6540', false, true, false, false, 'A'),
-             ('live', '222222222', 'SCI MARTIN FAMILLE', '6540', false, true, true, false, 'A'),
-             ('live', '333333333', 'SCI PURGEE', '6540', false, true, false, true, 'C'),
-             ('live', '444444444', 'SARL AUTRE', '5499', false, false, false, false, 'A')`);
-    const rows = await lignes('societes_civiles', 'SELECT siren, denomination FROM $F');
-    expect(rows).toEqual([{ siren: '111111111', denomination: 'SCI DES PINS' }]);
+        societe_civile, diffusion_partielle, purgee, etat, ape, nic_siege)
+      VALUES ('live', '111111111', 'SCI DES PINS', '6540', false, true, false, false, 'A', '68.20B', '00011'),
+             ('live', '222222222', 'SCI MARTIN FAMILLE', '6540', false, true, true, false, 'A', '68.20B', '00012'),
+             ('live', '333333333', 'SCI PURGEE', '6540', false, true, false, true, 'C', '68.20B', NULL),
+             ('live', '444444444', 'SARL AUTRE', '5499', false, false, false, false, 'A', '68.31Z', NULL)`);
+    await t.db.query(`INSERT INTO etablissements (dataset, siret, siren, nic, diffusion_partielle, code_postal, insee,
+        commune)
+      VALUES ('live', '11111111100011', '111111111', '00011', false, '33230', '33001', 'ABZAC'),
+             ('live', '22222222200012', '222222222', '00012', true, '33230', '33001', 'ABZAC')`);
+    const cle = await construire('societes_civiles');
+    const rows = await lireParquet(cle('donnees.parquet'));
+    expect(rows.map((r) => [r.siren, r.denomination])).toEqual([['111111111', 'SCI DES PINS']]);
+    // The file's row is the one lire_jeu serves for sirene_immobilier, whose other units the file withholds.
+    const sirene = jeuNomme('sirene_immobilier') as JeuDisponible;
+    const servies = await lireJeu('/jeux/sirene_immobilier?filtre[siren][in]=111111111,222222222,333333333,444444444');
+    expect(servies.map((l) => l.siren)).toEqual(['111111111', '222222222', '333333333', '444444444']);
+    expect(comparables(sirene, rows)).toEqual(comparables(sirene, servies.slice(0, 1)));
+    // The seat of a unit in partial diffusion is served nowhere, lire_jeu included.
+    expect(servies.map((l) => l.siege_code_postal)).toEqual(['33230', null, null, null]);
+    expect((await schemaParquet(cle('donnees.parquet'))).map(([nom]) => nom)).toEqual(
+      sirene.colonnes.map((c) => c.nom),
+    );
+    const fiche = await lireJson(cle('fiche_qualite.json'));
+    expect(fiche).toMatchObject({ lignes: 1, lignes_source: 3, lignes_retirees: 2 });
+    expect(fiche.retrait_particuliers).toMatch(/diffusion partielle/);
   });
 });
 
@@ -317,7 +457,26 @@ describe(`editions: what is built, checked and held back${SKIP}`, () => {
     expect([...EDITIONS.keys()]).toEqual([...JEUX_EXPORT]);
     for (const e of EDITIONS.values()) {
       if (!e.produite) expect(e.raison.length, e.jeu).toBeGreaterThan(20);
-      else expect(e.retrait.length, e.jeu).toBeGreaterThan(10);
+      else expect(sourceEdition(e, 'live').retrait.length, e.jeu).toBeGreaterThan(10);
+    }
+  });
+
+  it('gives every column of every edition a meaning, and an edition of the registry its columns', () => {
+    for (const e of EDITIONS.values()) {
+      if (!e.produite) continue;
+      const source = sourceEdition(e, 'sandbox');
+      for (const c of source.colonnes) expect(c.sens.trim(), `${e.jeu}.${c.nom}`).not.toBe('');
+      if (e.colonneDate)
+        expect(
+          source.colonnes.map((c) => c.nom),
+          e.jeu,
+        ).toContain(e.colonneDate);
+      if (!('registre' in e)) continue;
+      const registre = jeuNomme(e.registre) as JeuDisponible;
+      expect(
+        source.colonnes.map((c) => [c.nom, c.type, c.sens]),
+        e.jeu,
+      ).toEqual(registre.colonnes.map((c) => [c.nom, c.type, c.description]));
     }
   });
 
