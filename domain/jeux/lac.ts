@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,7 +15,8 @@ import { estDisponible, JEUX, jeuNomme, sourceComplete, type Colonne, type JeuDi
  * 140 000 rows); DuckDB reads the columns it needs from a columnar file on both cores. An edition serves only while
  * its source tables have not been written since it was built: PostgreSQL counts every row inserted, updated or
  * deleted in each table (pg_stat_user_tables, partitions included), the edition records that count, and any import
- * since (of any vintage, commune or date) makes it stale: aggregates go back to PostgreSQL until it is rebuilt. Same
+ * since (of any vintage, commune or date) makes it stale: aggregates go back to PostgreSQL until it is rebuilt; so does
+ * a release whose registry declares the dataset otherwise (a column added, an expression changed). Same
  * definitions of every measure (continuous median and quantiles: quantile_cont, percentile_cont), same groups, same
  * order, tested against PostgreSQL.
  */
@@ -46,6 +48,7 @@ export async function construireLac(
   // Counted before the copy: rows written during it can only make the edition look stale, never fresh.
   const ecritures = await ecrituresStables(db, tablesDe(jeu), stabiliteMs);
   const { sql, colonnes } = sourceComplete(nom, dataset);
+  const declaration = declarationDe(nom, dataset);
   const fichier = path.resolve(dossier, `${dataset}-${nom}-${Date.now()}.parquet`);
   const ecrit = await ecrireParquet({ db, sql, colonnes, fichier });
   const avant = await db.query<{ fichier: string }>(`SELECT fichier FROM jeux_lac WHERE dataset = $1 AND jeu = $2`, [
@@ -53,12 +56,12 @@ export async function construireLac(
     nom,
   ]);
   await db.query(
-    `INSERT INTO jeux_lac (dataset, jeu, fichier, donnees_du, lignes, ecritures, construit_le)
-     VALUES ($1, $2, $3, $4, $5, $6, now())
+    `INSERT INTO jeux_lac (dataset, jeu, fichier, donnees_du, lignes, ecritures, declaration, construit_le)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now())
      ON CONFLICT (dataset, jeu) DO UPDATE
        SET fichier = excluded.fichier, donnees_du = excluded.donnees_du, lignes = excluded.lignes,
-           ecritures = excluded.ecritures, construit_le = excluded.construit_le`,
-    [dataset, nom, fichier, donneesDu, ecrit.lignes, ecritures],
+           ecritures = excluded.ecritures, declaration = excluded.declaration, construit_le = excluded.construit_le`,
+    [dataset, nom, fichier, donneesDu, ecrit.lignes, ecritures, declaration],
   );
   const ancien = avant.rows[0]?.fichier;
   if (ancien && ancien !== fichier) await rm(ancien, { force: true });
@@ -127,14 +130,28 @@ async function ecrituresStables(db: Queryable, tables: string[], attenteMs: numb
   return avant;
 }
 
-/** The dataset's lake edition when its tables have not been written since it was built, and its file is there. */
+/**
+ * What the registry declares a dataset's rows to be (its SELECT and column types), as a digest: an edition built from
+ * another declaration (an earlier release's) is not served, however fresh its tables.
+ */
+function declarationDe(nom: string, dataset: Dataset): string {
+  const { sql, colonnes } = sourceComplete(nom, dataset);
+  return createHash('sha256')
+    .update(JSON.stringify([sql, colonnes.map((c) => [c.nom, c.type])]))
+    .digest('base64url');
+}
+
+/**
+ * The dataset's lake edition when its tables have not been written since it was built, the registry still declares
+ * it as it was then, and its file is there.
+ */
 export async function editionFraiche(db: Queryable, nom: string, dataset: Dataset): Promise<EditionLac | null> {
   const jeu = jeuNomme(nom);
   if (!jeu || !estDisponible(jeu)) return null;
   const { rows } = await db.query<{ fichier: string; donnees_du: string | null; lignes: number; ecritures: string }>(
     `SELECT fichier, to_char(donnees_du, 'YYYY-MM-DD') AS donnees_du, lignes, ecritures::text FROM jeux_lac
-      WHERE dataset = $1 AND jeu = $2`,
-    [dataset, nom],
+      WHERE dataset = $1 AND jeu = $2 AND declaration = $3`,
+    [dataset, nom, declarationDe(nom, dataset)],
   );
   const e = rows[0];
   if (!e || e.ecritures !== (await ecrituresDe(db, tablesDe(jeu)))) return null;

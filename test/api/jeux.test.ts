@@ -661,6 +661,10 @@ describe.skipIf(!hasAbzac)(`the lake: DuckDB over a fresh Parquet edition, the s
         }
       }
     }
+    // An edition built from another declaration of the dataset (an earlier release's registry) is not served.
+    await t.db.query(`UPDATE jeux_lac SET declaration = 'une version précédente' WHERE jeu = 'mutations'`);
+    expect((await get('/jeux/mutations/schema')).json().base).toBe('servie');
+    expect((await get('/jeux/dvf/schema')).json().base).toBe('lac');
     // Any write since makes the edition stale, whatever the dates it brings: an older sale removed here. Back to
     // PostgreSQL, and its numbers, until the edition is rebuilt.
     const client = await t.db.connect();
