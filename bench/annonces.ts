@@ -25,11 +25,12 @@
  * module loaded with `--import` that wraps pg's `Client.query`), V8 profiles of that import and of the service (self
  * time by function, the service's over the reads only). A full run takes about two hours on a loaded 2-core machine
  * (the first import alone 96 minutes at 1 000 000 snapshots); BENCH_ANNONCES=50000 shows it working in ten minutes.
+ * BENCH_ANNONCES_COPIE=<path> keeps a copy of the generated file there.
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -1060,6 +1061,8 @@ async function mesurer(profilDir: string | null) {
     const g = generer(rng, lieux, SNAPSHOTS - horsLogement);
     const file = path.join(dataDir, 'annonces-bench.jsonl');
     const bytes = await ecrireFichier(file, g, rng, horsLogement);
+    // Kept for experiments by hand (the service's folder goes with it).
+    if (process.env.BENCH_ANNONCES_COPIE) await copyFile(file, process.env.BENCH_ANNONCES_COPIE);
     const lignes = g.vues.length + horsLogement;
     const generationS = (performance.now() - t) / 1000;
     console.log(
