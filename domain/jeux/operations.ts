@@ -660,7 +660,7 @@ ${DECISIONS}`,
       );
     }
     const p = new Parametres();
-    const { depuis, conditions } = sourceSql(jeu, dataset);
+    const { depuis, conditions } = sourceSql(jeu, dataset, 'agregat');
     const where = [...conditions, ...filtres.map((f) => filtreSql(f, p))];
     const select = [
       ...cles.map((c, i) => `${valeurServie(c)} AS k${i}`),

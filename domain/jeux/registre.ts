@@ -42,6 +42,8 @@ export interface JeuDisponible {
   nature: Nature;
   /** FROM clause with `{dataset}` where the dataset literal goes ('live' or 'sandbox', never from input). */
   depuis: string;
+  /** The same rows for an aggregate, where another FROM is cheaper for PostgreSQL (the columns are the same SQL). */
+  depuisAgregat?: string;
   /** Conditions every row meets, with `{dataset}` likewise: the dataset, the perimeter, the removal of individuals. */
   conditions: string[];
   colonnes: Colonne[];
@@ -208,14 +210,19 @@ const annonce = (nom: string, titre: string, description: string, condition: str
  * subdivision (type_local empty, nature_culture and surface_terrain given); a mutation with neither has one row. The
  * mutation's fields (value, date, address of its main line, position) are repeated on each of its rows, as Etalab does.
  */
-// jsonb, not json: a row reads up to eight fields of its local or subdivision, and `->>` on json parses the text
-// again for each (measured on a real Paris commune, a 1,000-row page: 24 ms of SQL as json, 11 ms as jsonb).
-const DVF_LIGNES = `dvf_mutations m CROSS JOIN LATERAL (
-    SELECT l.rang, l.e AS loc, NULL::jsonb AS ter
-      FROM jsonb_array_elements(m.locaux::jsonb) WITH ORDINALITY AS l(e, rang)
+/**
+ * The mutation's locals and land subdivisions unnested, as `x.loc` and `x.ter`, of type `type`. Pages of rows read
+ * them as jsonb: a row reads up to eight fields of its local or subdivision, and `->>` on json parses the text again
+ * for each (measured on a real Paris commune, a 1,000-row page: 24 ms of SQL as json, 11 ms as jsonb). Aggregates
+ * read them as json: they read one field at most, and converting every mutation's arrays to jsonb cost more than it
+ * saved (the same commune's aggregates 200-300 ms as json, 300-440 ms as jsonb). The columns read either.
+ */
+const dvfLignes = (type: 'json' | 'jsonb') => `dvf_mutations m CROSS JOIN LATERAL (
+    SELECT l.rang, l.e AS loc, NULL::${type} AS ter
+      FROM ${type}_array_elements(m.locaux::${type}) WITH ORDINALITY AS l(e, rang)
     UNION ALL
-    SELECT jsonb_array_length(m.locaux::jsonb) + t.rang, NULL, t.e
-      FROM jsonb_array_elements(m.terrains::jsonb) WITH ORDINALITY AS t(e, rang)
+    SELECT ${type}_array_length(m.locaux::${type}) + t.rang, NULL, t.e
+      FROM ${type}_array_elements(m.terrains::${type}) WITH ORDINALITY AS t(e, rang)
     UNION ALL
     SELECT 1, NULL, NULL WHERE m.locaux = '[]' AND m.terrains = '[]'
   ) x`;
@@ -590,13 +597,15 @@ export const JEUX: readonly Jeu[] = [
     description:
       'Les ventes DVF avec les colonnes du fichier Etalab « DVF géolocalisées ». Une ligne par local vendu et par subdivision de terrain, comme les lignes d’Etalab une fois dédoublonnées : Etalab écrit les locaux d’une parcelle multipliés par ses subdivisions de terrain (une maison sur trois natures de culture vient sur trois lignes) ; ici chaque local est une ligne (type_local renseigné, sans terrain) et chaque subdivision une ligne (type_local vide, nature_culture et surface_terrain renseignés) ; une mutation sans l’un ni l’autre a une ligne. La valeur, la date, l’adresse de la ligne principale et la position de la mutation sont répétées sur chacune de ses lignes, comme le fait Etalab. Pas de numero_disposition ni de numéros de lots (non gardés par l’import) ; `rang` numérote les lignes d’une mutation (locaux puis terrains).',
     nature: 'public_brut',
-    depuis: DVF_LIGNES,
+    depuis: dvfLignes('jsonb'),
+    depuisAgregat: dvfLignes('json'),
     conditions: ["m.dataset = '{dataset}'"],
     colonnes: [
       ...colonnesMutation(),
       e('rang', 'x.rang', { description: 'Rang de la ligne dans sa mutation : ses locaux, puis ses terrains.' }),
       t('id_parcelle', "coalesce(x.loc->>'id_parcelle', x.ter->>'id_parcelle', m.parcelle_principale)"),
-      e('nombre_lots', "jsonb_array_length(x.loc->'lots')"),
+      // json or jsonb (dvfLignes): a jsonb argument is read as it is, a json one (an aggregate's) converted.
+      e('nombre_lots', "jsonb_array_length((x.loc->'lots')::jsonb)"),
       e(
         'code_type_local',
         "CASE x.loc->>'type' WHEN 'maison' THEN 1 WHEN 'appartement' THEN 2 WHEN 'dependance' THEN 3 WHEN 'local' THEN 4 END",
@@ -926,10 +935,15 @@ export function colonne(jeu: JeuDisponible, nom: string): Colonne | undefined {
   return jeu.colonnes.find((c) => c.nom === nom);
 }
 
-/** The dataset's FROM and conditions for `dataset` (a closed value, never client input). */
-export function sourceSql(jeu: JeuDisponible, dataset: Dataset): { depuis: string; conditions: string[] } {
+/** The dataset's FROM (for rows, or for an aggregate) and conditions for `dataset` (a closed value, never input). */
+export function sourceSql(
+  jeu: JeuDisponible,
+  dataset: Dataset,
+  usage: 'lignes' | 'agregat' = 'lignes',
+): { depuis: string; conditions: string[] } {
   const place = (s: string) => s.replaceAll('{dataset}', dataset);
-  return { depuis: place(jeu.depuis), conditions: jeu.conditions.map(place) };
+  const depuis = usage === 'agregat' ? (jeu.depuisAgregat ?? jeu.depuis) : jeu.depuis;
+  return { depuis: place(depuis), conditions: jeu.conditions.map(place) };
 }
 
 /** ORDER BY of the sort key: ascending, empty values last (a sort key is never empty: said for the reader). */
