@@ -98,7 +98,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
     async stop() {
       child.kill('SIGTERM');
       await exited;
-      await rm(dataDir, { recursive: true, force: true });
+      // BENCH_GARDER=1 keeps the service's folder (its log, its database) to look into a run afterwards.
+      if (!process.env.BENCH_GARDER) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -115,15 +115,18 @@ export async function repartir(db: Db, limite = 1000): Promise<Repartition | nul
 
     const evenements = (
       await client.query<EvenementAnnonce>(
-        `SELECT id::text, genre, le, annonce_id, insee, code_postal, departement, avant, apres FROM annonces_evenements
-          WHERE dataset = 'live' AND id > $1 ORDER BY id LIMIT $2`,
+        // ORDER BY e.id, the number: `id` alone would name the text column of the select list, where '10000' sorts
+        // before '2000', and a page crossing a power of ten would skip the events between (and the cursor past them).
+        `SELECT id::text, genre, le, annonce_id, insee, code_postal, departement, avant, apres FROM annonces_evenements e
+          WHERE dataset = 'live' AND id > $1 ORDER BY e.id LIMIT $2`,
         [apres.annonces, limite + 1],
       )
     ).rows;
     const nouveautes = (
       await client.query<Nouveaute>(
+        // ORDER BY j.id, the number, as above.
         `SELECT id::text, genre, cle_ban, to_char(date_source, 'YYYY-MM-DD') AS date_source, entree_le, detail, source
-           FROM journal_adresses WHERE dataset = 'live' AND id > $1 ORDER BY id LIMIT $2`,
+           FROM journal_adresses j WHERE dataset = 'live' AND id > $1 ORDER BY j.id LIMIT $2`,
         [apres.adresses, limite + 1],
       )
     ).rows;

@@ -60,9 +60,10 @@ export async function lireResultats(
   options: { apres: number; limite: number; veilleId: string | null; maintenant: Date },
 ): Promise<{ resultats: Resultat[]; reste: boolean; prochain: string | null }> {
   const { rows } = await db.query<{ id: string; donnees: Omit<Resultat, 'id'> }>(
-    `SELECT id::text, donnees FROM veilles_resultats
+    // ORDER BY r.id, the number: `id` alone would name the text column of the select list ('10000' before '2000').
+    `SELECT id::text, donnees FROM veilles_resultats r
       WHERE organisation_id = $1 AND id > $2 AND disponible_le <= $3 AND ($4::uuid IS NULL OR veille_id = $4)
-      ORDER BY id LIMIT $5`,
+      ORDER BY r.id LIMIT $5`,
     [organisationId, options.apres, options.maintenant, options.veilleId, options.limite + 1],
   );
   const reste = rows.length > options.limite;
