@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ecrireEvenements, type NouvelEvenement } from '../../../domain/annonces/journal.ts';
 import { repartir } from '../../../domain/diffusion/repartir.ts';
+import { lireResultats } from '../../../domain/veilles/resultats.ts';
 import { createTestApp, type TestApp } from '../../support/app.ts';
 
 // The fan-out reads the journal page by page after its cursor. Its ids are bigints it carries as text: a page sorted
@@ -69,5 +70,36 @@ describe('repartir', () => {
     expect(rows.map((r) => r.evenement)).toEqual(ids.map((id) => `annonce:${id}`));
     const { rows: curseur } = await t.db.query(`SELECT dernier_id FROM diffusion_curseurs WHERE journal = 'annonces'`);
     expect(Number(curseur[0].dernier_id)).toBe(1006);
+  });
+
+  it('reads the results of a watch by cursor in id order across a power of ten', async () => {
+    const { id: organisationId } = await t.organisation({ acces: 'data' });
+    const { rows: v } = await t.db.query<{ id: string }>(
+      `INSERT INTO veilles (organisation_id, nature, evenement_depart, adresse_depart) VALUES ($1, 'recherche', 0, 0)
+       RETURNING id`,
+      [organisationId],
+    );
+    await t.db.query(`SELECT setval(pg_get_serial_sequence('veilles_resultats', 'id'), 996)`);
+    await t.db.query(
+      `INSERT INTO veilles_resultats (organisation_id, veille_id, genre, journal, evenement_id, le, releve_le,
+                                      disponible_le, donnees)
+       SELECT $1, $2, 'veille.resultat', 'annonces', n, now(), now(), now() - interval '1 hour', '{}'
+         FROM generate_series(1, 10) AS n`,
+      [organisationId, v[0].id],
+    );
+    const lus: string[] = [];
+    let apres = 0;
+    for (;;) {
+      const page = await lireResultats(t.db, organisationId, {
+        apres,
+        limite: 4,
+        veilleId: null,
+        maintenant: new Date(),
+      });
+      lus.push(...page.resultats.map((r) => r.id));
+      if (!page.reste) break;
+      apres = Number(lus.at(-1));
+    }
+    expect(lus).toEqual(['997', '998', '999', '1000', '1001', '1002', '1003', '1004', '1005', '1006']);
   });
 });
