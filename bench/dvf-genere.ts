@@ -36,8 +36,65 @@ function communes(rng: Rng): Commune[] {
   }));
 }
 
-export const HEADER =
-  'id_mutation,date_mutation,numero_disposition,nature_mutation,valeur_fonciere,adresse_numero,adresse_suffixe,adresse_nom_voie,adresse_code_voie,code_postal,code_commune,nom_commune,code_departement,ancien_code_commune,ancien_nom_commune,id_parcelle,ancien_id_parcelle,numero_volume,lot1_numero,lot1_surface_carrez,lot2_numero,lot2_surface_carrez,lot3_numero,lot3_surface_carrez,lot4_numero,lot4_surface_carrez,lot5_numero,lot5_surface_carrez,nombre_lots,code_type_local,type_local,surface_reelle_bati,nombre_pieces_principales,code_nature_culture,nature_culture,code_nature_culture_speciale,nature_culture_speciale,surface_terrain,longitude,latitude';
+/** The columns of an Etalab "DVF géolocalisées" file, in order. */
+const COLONNES = [
+  'id_mutation',
+  'date_mutation',
+  'numero_disposition',
+  'nature_mutation',
+  'valeur_fonciere',
+  'adresse_numero',
+  'adresse_suffixe',
+  'adresse_nom_voie',
+  'adresse_code_voie',
+  'code_postal',
+  'code_commune',
+  'nom_commune',
+  'code_departement',
+  'ancien_code_commune',
+  'ancien_nom_commune',
+  'id_parcelle',
+  'ancien_id_parcelle',
+  'numero_volume',
+  'lot1_numero',
+  'lot1_surface_carrez',
+  'lot2_numero',
+  'lot2_surface_carrez',
+  'lot3_numero',
+  'lot3_surface_carrez',
+  'lot4_numero',
+  'lot4_surface_carrez',
+  'lot5_numero',
+  'lot5_surface_carrez',
+  'nombre_lots',
+  'code_type_local',
+  'type_local',
+  'surface_reelle_bati',
+  'nombre_pieces_principales',
+  'code_nature_culture',
+  'nature_culture',
+  'code_nature_culture_speciale',
+  'nature_culture_speciale',
+  'surface_terrain',
+  'longitude',
+  'latitude',
+] as const;
+export type ColonneEtalab = (typeof COLONNES)[number];
+
+export const HEADER = COLONNES.join(',');
+
+/**
+ * A line of an Etalab file from its named fields, in the file's order: a field not given is empty, a text holding a
+ * comma or a quote is quoted (bench/estimation.ts writes its own mutations with it too).
+ */
+export function ligneEtalab(champs: Partial<Record<ColonneEtalab, string | number>>): string {
+  return COLONNES.map((c) => {
+    const v = champs[c];
+    if (v === undefined) return '';
+    const texte = String(v);
+    return /[",]/.test(texte) ? `"${texte.replaceAll('"', '""')}"` : texte;
+  }).join(',');
+}
 const VOIES = [
   'RUE DE LA GARE',
   'AVENUE JEAN JAURES',
@@ -165,49 +222,33 @@ export async function genererDvf(
       // One line in ten thousand is broken (an impossible date), to be rejected with its reason.
       const broken = rng.next() < 0.0001;
       const [code, libelle] = l.type ? LOCAUX[l.type] : ['', ''];
-      buffer +=
-        [
-          id,
-          broken ? `${year}-02-31` : date,
-          '000001',
-          nature,
-          valeur,
-          numero,
-          '',
-          voie,
-          String(1 + rng.int(900)).padStart(4, '0'),
-          c.cp,
-          c.code,
-          c.nom.includes(',') ? `"${c.nom}"` : c.nom,
-          c.code.slice(0, 2),
-          '',
-          '',
-          l.parcelle,
-          '',
-          '',
-          l.lot ?? '',
-          l.carrez ?? '',
-          '',
-          '',
-          '',
-          '',
-          '',
-          '',
-          '',
-          '',
-          l.lot ? 1 : 0,
-          code,
-          libelle,
-          l.surface ?? '',
-          l.pieces ?? '',
-          l.culture?.[0] ?? '',
-          l.culture?.[1] ?? '',
-          '',
-          '',
-          l.terrain ?? '',
-          situee ? lon.toFixed(6) : '',
-          situee ? lat.toFixed(6) : '',
-        ].join(',') + '\n';
+      buffer += `${ligneEtalab({
+        id_mutation: id,
+        date_mutation: broken ? `${year}-02-31` : date,
+        numero_disposition: '000001',
+        nature_mutation: nature,
+        valeur_fonciere: valeur,
+        adresse_numero: numero,
+        adresse_nom_voie: voie,
+        adresse_code_voie: String(1 + rng.int(900)).padStart(4, '0'),
+        code_postal: c.cp,
+        code_commune: c.code,
+        nom_commune: c.nom,
+        code_departement: c.code.slice(0, 2),
+        id_parcelle: l.parcelle,
+        lot1_numero: l.lot,
+        lot1_surface_carrez: l.carrez,
+        nombre_lots: l.lot ? 1 : 0,
+        code_type_local: code,
+        type_local: libelle,
+        surface_reelle_bati: l.surface,
+        nombre_pieces_principales: l.pieces,
+        code_nature_culture: l.culture?.[0],
+        nature_culture: l.culture?.[1],
+        surface_terrain: l.terrain,
+        longitude: situee ? lon.toFixed(6) : undefined,
+        latitude: situee ? lat.toFixed(6) : undefined,
+      })}\n`;
       written++;
     }
     mutations++;

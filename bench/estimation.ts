@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import { afnor, lambert93 } from '../domain/sandbox/territoire.ts';
 import { seededRandom } from '../lib/random.ts';
 import { communesReelles } from './communes.ts';
+import { HEADER, ligneEtalab } from './dvf-genere.ts';
 import { machine, writeSection } from './results.ts';
 import { startService } from './service.ts';
 
@@ -109,8 +110,6 @@ function territoire(rng: Rng): Commune[] {
   });
 }
 
-const DVF_HEADER =
-  'id_mutation,date_mutation,numero_disposition,nature_mutation,valeur_fonciere,adresse_numero,adresse_suffixe,adresse_nom_voie,adresse_code_voie,code_postal,code_commune,nom_commune,code_departement,ancien_code_commune,ancien_nom_commune,id_parcelle,ancien_id_parcelle,numero_volume,lot1_numero,lot1_surface_carrez,lot2_numero,lot2_surface_carrez,lot3_numero,lot3_surface_carrez,lot4_numero,lot4_surface_carrez,lot5_numero,lot5_surface_carrez,nombre_lots,code_type_local,type_local,surface_reelle_bati,nombre_pieces_principales,code_nature_culture,nature_culture,code_nature_culture_speciale,nature_culture_speciale,surface_terrain,longitude,latitude';
 const BAN_HEADER =
   'id,id_fantoir,numero,rep,nom_voie,code_postal,code_insee,nom_commune,code_insee_ancienne_commune,nom_ancienne_commune,x,y,lon,lat,type_position,alias,nom_ld,libelle_acheminement,nom_afnor,source_position,source_nom_voie,certification_commune,cad_parcelles';
 /** Yearly trend of prices, 2019 to 2025. */
@@ -171,7 +170,7 @@ function* ban(communes: Commune[]): Generator<string> {
 }
 
 function* dvf(communes: Commune[], rng: Rng): Generator<string> {
-  yield DVF_HEADER;
+  yield HEADER;
   const numeros = new Map<number, number>();
   // Mutations sorted by date, as Etalab publishes a year: each year's share drawn in turn (2025: its first half).
   const parAn = [1, 1, 1.1, 1.1, 0.9, 0.9, 0.45];
@@ -196,72 +195,44 @@ function* dvf(communes: Commune[], rng: Rng): Generator<string> {
       const id = (numeros.get(annee) ?? 0) + 1;
       numeros.set(annee, id);
       const date = new Date(debut + jour * 86_400_000).toISOString().slice(0, 10);
-      const commun = [
-        `${annee}-${id}`,
-        date,
-        '000001',
-        'Vente',
-        Math.round((prixM2 * surface) / 100) * 100,
-        adr.numero,
-        '',
-        afnor(v.nom),
-        v.code,
-        c.cp,
-        c.code,
-        c.nom,
-        c.departement,
-        '',
-        '',
-        parcelle(c, vi, adr.numero),
-        '',
-        '',
-      ];
       const local = maison
-        ? [
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            0,
-            1,
-            'Maison',
-            surface,
-            2 + Math.floor(surface / 30),
-            'S',
-            'sols',
-            '',
-            '',
-            200 + rng.int(1500),
-          ]
-        : [
-            1 + rng.int(200),
-            (surface * 0.97).toFixed(2),
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            '',
-            1,
-            2,
-            'Appartement',
-            surface,
-            1 + Math.floor(surface / 25),
-            '',
-            '',
-            '',
-            '',
-            '',
-          ];
-      yield [...commun, ...local, adr.lon.toFixed(6), adr.lat.toFixed(6)].join(',');
+        ? {
+            nombre_lots: 0,
+            code_type_local: 1,
+            type_local: 'Maison',
+            surface_reelle_bati: surface,
+            nombre_pieces_principales: 2 + Math.floor(surface / 30),
+            code_nature_culture: 'S',
+            nature_culture: 'sols',
+            surface_terrain: 200 + rng.int(1500),
+          }
+        : {
+            lot1_numero: 1 + rng.int(200),
+            lot1_surface_carrez: (surface * 0.97).toFixed(2),
+            nombre_lots: 1,
+            code_type_local: 2,
+            type_local: 'Appartement',
+            surface_reelle_bati: surface,
+            nombre_pieces_principales: 1 + Math.floor(surface / 25),
+          };
+      yield ligneEtalab({
+        id_mutation: `${annee}-${id}`,
+        date_mutation: date,
+        numero_disposition: '000001',
+        nature_mutation: 'Vente',
+        valeur_fonciere: Math.round((prixM2 * surface) / 100) * 100,
+        adresse_numero: adr.numero,
+        adresse_nom_voie: afnor(v.nom),
+        adresse_code_voie: v.code,
+        code_postal: c.cp,
+        code_commune: c.code,
+        nom_commune: c.nom,
+        code_departement: c.departement,
+        id_parcelle: parcelle(c, vi, adr.numero),
+        ...local,
+        longitude: adr.lon.toFixed(6),
+        latitude: adr.lat.toFixed(6),
+      });
     }
   }
 }
