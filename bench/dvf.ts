@@ -14,7 +14,7 @@ import path from 'node:path';
 import { createDb } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import type { OperationContext } from '../domain/catalogue.ts';
-import { copyFrom } from '../domain/dvf/copy.ts';
+import { copyFrom } from '../lib/pg-copy.ts';
 import { importDvf, type DvfImportReport } from '../domain/dvf/import.ts';
 import { emptyDvf, vintagePartitions } from '../domain/dvf/partitions.ts';
 import { ventes } from '../domain/dvf/operations.ts';

@@ -14,7 +14,7 @@
  * BENCH_PRE_MARCHE=40000 shows it working in a few minutes.
  */
 import { createDb, type Db } from '../db/client.ts';
-import { copyFrom } from '../domain/dvf/copy.ts';
+import { copyFrom } from '../lib/pg-copy.ts';
 import { toutesLesCommunes } from '../domain/communes.ts';
 import { entrainerPreMarche } from '../domain/pre-marche/entrainement.ts';
 import { mulberry32 } from '../lib/random.ts';

@@ -30,7 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDb, type Db, type Queryable } from '../db/client.ts';
 import { inverser } from '../domain/adresses/resoudre.ts';
-import { copyFrom } from '../domain/dvf/copy.ts';
+import { copyFrom } from '../lib/pg-copy.ts';
 import { urbanismeAuPoint } from '../domain/urbanisme/au-point.ts';
 import { areaM2, bboxOf, METRES_PER_DEGREE, type Geometry, type Position } from '../lib/geometrie.ts';
 import { mulberry32, seededRandom } from '../lib/random.ts';

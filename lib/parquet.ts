@@ -12,14 +12,15 @@
  */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import pg, { type Connection, type PoolClient, type Submittable } from 'pg';
+import pg, { type PoolClient } from 'pg';
+import { CopyToStdout } from './pg-copy.ts';
 import type { Db } from '../db/client.ts';
 
 export const TYPES_COLONNE = ['texte', 'entier', 'nombre', 'booleen', 'date', 'horodatage', 'json'] as const;
@@ -97,90 +98,6 @@ function literalPg(value: ParametreSql): string {
   }
   if (value instanceof Date) return pg.escapeLiteral(value.toISOString());
   return pg.escapeLiteral(String(value));
-}
-
-const BATCH = 1 << 20;
-
-interface CopyConnection {
-  query(text: string): void;
-  stream: NodeJS.ReadableStream;
-}
-
-/** `COPY … TO STDOUT` over node-postgres (as domain/dvf/copy.ts does COPY FROM): each chunk written to `out`. */
-class CopyToStdout implements Submittable {
-  readonly finished: Promise<number>;
-  private settle!: (error: Error | null) => void;
-  private rows = 0;
-  private failed: Error | null = null;
-  private paused = false;
-  private batch = Buffer.allocUnsafe(BATCH);
-  private used = 0;
-  private readonly text: string;
-  private readonly out: WriteStream;
-
-  constructor(text: string, out: WriteStream) {
-    this.text = text;
-    this.out = out;
-    this.finished = new Promise((resolve, reject) => {
-      this.settle = (error) => (error ? reject(error) : resolve(this.rows));
-    });
-  }
-
-  submit(connection: Connection): void {
-    (connection as unknown as CopyConnection).query(this.text);
-  }
-
-  handleCopyData(message: { chunk: Buffer }, connection: Connection): void {
-    // The chunk is a view of the protocol parser's buffer, overwritten by the next message: copied into a batch of
-    // our own, written a mebibyte at a time (one write per row would cost more than the copy).
-    const chunk = message.chunk;
-    if (this.used + chunk.length > this.batch.length) this.flush(connection);
-    if (chunk.length > this.batch.length) {
-      this.write(Buffer.from(chunk), connection);
-      return;
-    }
-    chunk.copy(this.batch, this.used);
-    this.used += chunk.length;
-  }
-
-  /** Writes what the batch holds; the caller ends the file after the last one. */
-  flush(connection?: Connection): void {
-    if (this.used === 0) return;
-    this.write(this.batch.subarray(0, this.used), connection);
-    this.batch = Buffer.allocUnsafe(BATCH);
-    this.used = 0;
-  }
-
-  private write(bytes: Buffer, connection?: Connection): void {
-    if (this.out.write(bytes) || this.paused || !connection) return;
-    // The file is behind: stop reading the socket until it drains, so memory holds a few batches, not the table.
-    const socket = (connection as unknown as CopyConnection).stream;
-    this.paused = true;
-    socket.pause();
-    this.out.once('drain', () => {
-      this.paused = false;
-      socket.resume();
-    });
-  }
-
-  handleCommandComplete(message: { text?: string }): void {
-    this.rows = Number(/(\d+)\s*$/.exec(message.text ?? '')?.[1] ?? 0);
-  }
-
-  handleReadyForQuery(): void {
-    this.settle(this.failed);
-  }
-
-  handleError(error: Error): void {
-    this.failed = error;
-    this.settle(error);
-  }
-
-  handleRowDescription(): void {}
-  handleDataRow(): void {}
-  handlePortalSuspended(): void {}
-  handleEmptyQuery(): void {}
-  handleCopyInResponse(): void {}
 }
 
 async function copierEnCsv(client: PoolClient, sql: string, fichier: string): Promise<number> {

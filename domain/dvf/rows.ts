@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { COPY_BINARY_HEADER, COPY_BINARY_TRAILER, CopyBinaryWriter } from '../../lib/copy-binary.ts';
 import type { Dataset } from '../import/source.ts';
-import { copyFrom, slices } from './copy.ts';
+import { copyFrom, slices } from '../../lib/pg-copy.ts';
 import type { Mutation } from './mutation.ts';
 import type { FreshVintages } from './partitions.ts';
 

@@ -1,6 +1,6 @@
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../../db/client.ts';
-import { copyFrom } from '../dvf/copy.ts';
+import { copyFrom } from '../../lib/pg-copy.ts';
 import { departementOf } from '../communes.ts';
 import { absenceDvf } from '../couverture.ts';
 import { ecrireFiche, type Mesure } from '../estimation/backtest.ts';

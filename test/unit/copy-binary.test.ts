@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../db/client.ts';
-import { copyFrom } from '../../domain/dvf/copy.ts';
+import { copyFrom } from '../../lib/pg-copy.ts';
 import { COPY_BINARY_HEADER, COPY_BINARY_TRAILER, CopyBinaryWriter } from '../../lib/copy-binary.ts';
 import { createTestDb } from '../support/db.ts';
 
