@@ -617,10 +617,7 @@ const jeux = await jeuxReels();
 const service = await startService();
 const dataDir = path.dirname(service.logFile);
 const db = createDb((await readFile(path.join(dataDir, 'postgres.url'), 'utf8')).trim(), 2);
-// The CLI reaches the running service's embedded PostgreSQL through DATA_DIR.
-const cliEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-delete cliEnv.DATABASE_URL;
-delete cliEnv.TEMPORAL_ADDRESS;
+const cliEnv = service.cliEnv;
 const importer = async (fichiers: string[]) => {
   const start = performance.now();
   await promisify(execFile)(process.execPath, ['scripts/import.ts', 'ban', ...fichiers], {

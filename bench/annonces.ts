@@ -1068,10 +1068,7 @@ async function mesurer(profilDir: string | null) {
     console.log(
       `fichier : ${lignes} relevés, ${g.annonces.length} annonces, ${(bytes / 2 ** 20).toFixed(0)} Mio en ${generationS.toFixed(1)} s`,
     );
-    // The CLI reaches the running service's embedded PostgreSQL through DATA_DIR.
-    const cliEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-    delete cliEnv.DATABASE_URL;
-    delete cliEnv.TEMPORAL_ADDRESS;
+    const cliEnv = service.cliEnv;
     const postmaster = postmasterDe(service.pid);
     const worker = workerDe(service.pid);
     t = performance.now();

@@ -85,9 +85,7 @@ async function main() {
   const recepteur = await abonne();
   try {
     const racine = path.resolve(import.meta.dirname, '..');
-    const cliEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-    delete cliEnv.DATABASE_URL;
-    delete cliEnv.TEMPORAL_ADDRESS;
+    const cliEnv = service.cliEnv;
     // Real data only: the import into live replaces the demonstration (whose listings are events too).
     await promisify(execFile)(process.execPath, ['scripts/import.ts', 'communes', '-'], { cwd: racine, env: cliEnv });
     const organisations: Array<{ id: string; cle: string }> = [];

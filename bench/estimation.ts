@@ -318,9 +318,7 @@ async function main() {
   const service = await startService();
   const dataDir = path.dirname(service.logFile);
   // The CLI reaches the running service's embedded PostgreSQL through DATA_DIR; no Temporal: the backtest is timed here.
-  const cliEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-  delete cliEnv.DATABASE_URL;
-  delete cliEnv.TEMPORAL_ADDRESS;
+  const cliEnv = service.cliEnv;
   const cli = (args: string[]) =>
     promisify(execFile)(process.execPath, args, {
       cwd: path.resolve(import.meta.dirname, '..'),

@@ -193,9 +193,7 @@ const dataDir = path.dirname(service.logFile);
 const db = createDb((await readFile(path.join(dataDir, 'postgres.url'), 'utf8')).trim(), 2);
 // The CLI reaches the running service's embedded PostgreSQL through DATA_DIR (no Temporal address: no workflow is
 // started after the import, nothing runs beside the measures).
-const cliEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-delete cliEnv.DATABASE_URL;
-delete cliEnv.TEMPORAL_ADDRESS;
+const cliEnv = service.cliEnv;
 const cli = async (args: string[]) => {
   const start = performance.now();
   const { stdout } = await promisify(execFile)(process.execPath, args, {

@@ -17,6 +17,11 @@ export interface Service {
   adminToken: string;
   /** The service's standard output (its logs), a file as in a deployment that writes them to disk; gone after stop. */
   logFile: string;
+  /**
+   * The environment of a CLI (`npm run import`, `npm run lac`…) run beside the service: it reaches the service's
+   * embedded PostgreSQL through DATA_DIR, and no Temporal address starts workflows after it.
+   */
+  cliEnv: NodeJS.ProcessEnv;
   /** A call to the admin API; throws unless 2xx. */
   admin(method: 'GET' | 'POST' | 'PATCH', route: string, body?: unknown): Promise<any>;
   /** A new organisation and a live key of it, through the admin API. */
@@ -79,11 +84,15 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
     if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
     return res.json();
   };
+  const cliEnv: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
+  delete cliEnv.DATABASE_URL;
+  delete cliEnv.TEMPORAL_ADDRESS;
   return {
     url,
     pid: child.pid!,
     adminToken,
     logFile,
+    cliEnv,
     admin,
     async organisation(org = {}) {
       const created = await admin('POST', '/organisations', {
